@@ -1,0 +1,12 @@
+"""Environments: the gymnax-style API with levels as first-class values, and AMaze."""
+
+from minimax.envs.environment import (
+    Box,
+    Dict,
+    Discrete,
+    Environment,
+    GenerateAutoReset,
+    ReplayAutoReset,
+)
+
+__all__ = ["Box", "Dict", "Discrete", "Environment", "GenerateAutoReset", "ReplayAutoReset"]

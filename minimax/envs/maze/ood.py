@@ -1,0 +1,346 @@
+"""The out-of-distribution (OOD) test suite: the held-out mazes UED agents are evaluated on.
+
+Each maze is a *level distribution*, not a single level: some are fixed layouts, some draw
+the agent direction or the goal at each reset, and some (FourRooms, Crossing, the perfect
+mazes) are generated procedurally. So every maze is an `OODMaze` whose `sample(key)` is a
+jittable, vmappable `key -> Level`; evaluation code can treat all of them alike.
+
+The hand-made layouts and their facts (size, max_steps, aliases, benchmark sets) live in
+`data/ood_mazes.txt`, parsed here with the helpers of `level.py`; the procedural generators
+follow that file's header.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.resources
+import re
+from typing import Callable, Iterable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from minimax.envs.maze.generators import place_agent_and_goal
+from minimax.envs.maze.level import (
+    InvalidLevelError,
+    Level,
+    _parse_xy,
+    parse_grid,
+    split_header,
+    validate_level,
+)
+
+Sampler = Callable[[jax.Array], Level]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class OODMaze:
+    """One OOD maze: its size, step budget and level distribution `sample(key) -> Level`.
+
+    Compared and hashed by identity (`get_maze` always returns the same object), so a maze
+    can be a static argument of a jitted function.
+    """
+
+    name: str
+    height: int
+    width: int
+    max_steps: int
+    sample: Sampler
+    fixed_level: Level | None = None  # the only level, when the maze is deterministic
+
+    @property
+    def is_fixed(self) -> bool:
+        return self.fixed_level is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# Mazes written out in the data file
+
+DATA_FILE = importlib.resources.files("minimax.envs.maze") / "data" / "ood_mazes.txt"
+
+# Other names for the same mazes in the literature (see the data file's header).
+ALIASES = {
+    "SixteenRoomsFewerDoors": "SixteenRooms2",
+    "Maze": "StandardMaze",
+    "Maze2": "StandardMaze2",
+    "Maze3": "StandardMaze3",
+    "SimpleCrossingS11N5": "Crossing",
+}
+
+SUITES = {
+    # The "dcd 12" benchmark set of the dcd / ACCEL / minimax papers.
+    "dcd12": [
+        "SixteenRooms", "SixteenRooms2", "Labyrinth", "Labyrinth2", "StandardMaze",
+        "StandardMaze2", "StandardMaze3", "Crossing", "FourRooms", "SmallCorridor",
+        "LargeCorridor", "PerfectMazeMedium",
+    ],
+    # Evaluated periodically during training.
+    "validation": ["SixteenRooms", "Labyrinth", "StandardMaze"],
+}
+
+
+def _is_comment(line: str) -> bool:
+    """'# ...' commentary; grid rows never contain a space, so they are never mistaken for it."""
+    line = line.strip()
+    return line == "#" or line.startswith("# ")
+
+
+def _maze_blocks(text: str) -> list[str]:
+    """The maze entries of the data file: comment lines dropped, entries split at blank lines."""
+    lines = [line for line in text.splitlines() if not _is_comment(line)]
+    blocks = re.split(r"\n\s*\n", "\n".join(lines))
+    return [block for block in blocks if block.strip()]
+
+
+def _layout_sampler(walls: np.ndarray, agent: tuple[int, int], goals: list[tuple[int, int]],
+                    agent_dir: int | None) -> Sampler:
+    """A fixed layout whose goal is drawn among `goals` and whose direction is `agent_dir`
+    (uniform when None). Closes over numpy constants only, so it traces anywhere."""
+    walls = np.asarray(walls, dtype=bool)
+    agent = np.asarray(agent, dtype=np.int32)
+    goals = np.asarray(goals, dtype=np.int32).reshape(-1, 2)
+
+    def sample(key: jax.Array) -> Level:
+        k_goal, k_dir = jax.random.split(key)
+        if len(goals) == 1:
+            goal = goals[0]
+        else:
+            goal = jnp.asarray(goals)[jax.random.randint(k_goal, (), 0, len(goals))]
+        direction = jax.random.randint(k_dir, (), 0, 4) if agent_dir is None else agent_dir
+        return Level.create(walls, goal, agent, direction)
+
+    return sample
+
+
+def _check_header(header: dict[str, str], walls, agents, goals, candidates) -> None:
+    """The header facts (size, agent, goal, walls count) must agree with the grid."""
+    h, w = walls.shape
+    if len(agents) != 1:
+        raise InvalidLevelError(f"expected exactly one agent 'A', found {len(agents)}")
+    if bool(goals) == bool(candidates) or len(goals) > 1:
+        raise InvalidLevelError(
+            f"expected either one goal 'G' or candidate goals 'g', found {len(goals)} 'G' "
+            f"and {len(candidates)} 'g'")
+    for key in ("size", "max_steps", "agent", "agent_dir", "goal", "walls"):
+        if key not in header:
+            raise InvalidLevelError(f"missing header line '{key}:'")
+    if header["size"] != f"{h}x{w}":
+        raise InvalidLevelError(f"size header says {header['size']} but the grid is {h}x{w}")
+    if _parse_xy(header["agent"], "agent") != agents[0]:
+        raise InvalidLevelError(f"agent header {header['agent']!r} disagrees with 'A' at {agents[0]}")
+    if candidates:
+        match = re.match(r"one of (\d+)", header["goal"])
+        if not match or int(match.group(1)) != len(candidates):
+            raise InvalidLevelError(
+                f"goal header {header['goal']!r} disagrees with the {len(candidates)} 'g' cells")
+    elif _parse_xy(header["goal"], "goal") != goals[0]:
+        raise InvalidLevelError(f"goal header {header['goal']!r} disagrees with 'G' at {goals[0]}")
+    if int(header["walls"]) != int(walls.sum()):
+        raise InvalidLevelError(f"walls header says {header['walls']} but the grid has {int(walls.sum())}")
+
+
+def parse_maze(text: str) -> OODMaze:
+    """One data-file entry -> `OODMaze`, validated; errors name the maze."""
+    header, rows = split_header(text)
+    name = header.get("name", "<unnamed maze>")
+    try:
+        walls, agents, goals, candidates = parse_grid(rows)
+        _check_header(header, walls, agents, goals, candidates)
+        agent_dir = None if header["agent_dir"] == "random" else int(header["agent_dir"])
+        goal_cells = goals or candidates
+        for goal in goal_cells:  # every level in the distribution must be valid
+            validate_level(Level.create(walls, goal, agents[0], agent_dir or 0))
+        max_steps = int(header["max_steps"])
+    except ValueError as err:  # InvalidLevelError, or a header number that is not one
+        raise InvalidLevelError(f"OOD maze {name}: {err}") from err
+    fixed = None
+    if agent_dir is not None and len(goal_cells) == 1:
+        fixed = Level.create(walls, goal_cells[0], agents[0], agent_dir)
+    h, w = walls.shape
+    return OODMaze(name, h, w, max_steps, _layout_sampler(walls, agents[0], goal_cells, agent_dir), fixed)
+
+
+def parse_maze_file(text: str) -> list[OODMaze]:
+    """Every maze of a file in the `ood_mazes.txt` format."""
+    return [parse_maze(block) for block in _maze_blocks(text)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Procedural mazes
+
+def four_rooms_sampler(size: int = 17) -> Sampler:
+    """MiniGrid FourRooms: a wall row and column through the middle, one door per wall
+    segment at a uniform position; goal and agent on distinct uniform free cells."""
+    mid = size // 2
+    walls = np.zeros((size, size), dtype=bool)
+    walls[mid, :] = walls[:, mid] = True
+
+    def sample(key: jax.Array) -> Level:
+        k_doors, k_place = jax.random.split(key)
+        # Offsets in [0, mid) of the doors in the left, right, top and bottom segments.
+        offsets = jax.random.randint(k_doors, (4,), 0, mid)
+        door_x = jnp.stack([offsets[0], mid + 1 + offsets[1], mid, mid])
+        door_y = jnp.stack([mid, mid, offsets[2], mid + 1 + offsets[3]])
+        wall_map = jnp.asarray(walls).at[door_y, door_x].set(False)
+        return place_agent_and_goal(k_place, wall_map)
+
+    return sample
+
+
+def crossing_sampler(size: int = 9, num_crossings: int = 5) -> Sampler:
+    """MiniGrid SimpleCrossing (S11N5 at the defaults): `num_crossings` full wall lines among
+    the odd rows and columns, then a random interleaving of down/right moves through the
+    rooms between them opens one gap per line, at a uniform cell of the current room's side,
+    so the goal at the far corner is always reachable."""
+    lines = np.arange(1, size - 1, 2)  # candidate line coordinates, both for rows and columns
+    n_lines = len(lines)
+    if not 0 <= num_crossings <= 2 * n_lines:
+        raise ValueError(f"num_crossings must be in [0, {2 * n_lines}], got {num_crossings}")
+
+    def room_limits(chosen):
+        """Room boundaries along one axis: -1, the chosen lines in order, then `size`
+        (unchosen lines sort to the end as `size` and are never reached)."""
+        inner = jnp.sort(jnp.where(chosen, lines, size))
+        return jnp.concatenate([jnp.array([-1]), inner, jnp.array([size])])
+
+    def sample(key: jax.Array) -> Level:
+        k_lines, k_path, k_gaps = jax.random.split(key, 3)
+        chosen = jnp.zeros(2 * n_lines, bool).at[
+            jax.random.permutation(k_lines, 2 * n_lines)[:num_crossings]].set(True)
+        rows, cols = chosen[:n_lines], chosen[n_lines:]
+        row_walls = jnp.zeros(size, bool).at[lines].set(rows)
+        col_walls = jnp.zeros(size, bool).at[lines].set(cols)
+        wall_map = row_walls[:, None] | col_walls[None, :]
+        limits_y, limits_x = room_limits(rows), room_limits(cols)
+        n_down = rows.sum()
+        path_down = jax.random.permutation(k_path, jnp.arange(num_crossings) < n_down)
+
+        def cross(carry, step):
+            wall_map, room_y, room_x = carry
+            down, k = step
+            # Crossing a row down, the gap is on that row at a uniform x of the current room;
+            # crossing a column right, it is on that column at a uniform y of the room.
+            k_x, k_y = jax.random.split(k)
+            gap_x = jax.random.randint(k_x, (), limits_x[room_x] + 1, limits_x[room_x + 1])
+            gap_y = jax.random.randint(k_y, (), limits_y[room_y] + 1, limits_y[room_y + 1])
+            x = jnp.where(down, gap_x, limits_x[room_x + 1])
+            y = jnp.where(down, limits_y[room_y + 1], gap_y)
+            carry = (wall_map.at[y, x].set(False), room_y + down, room_x + (1 - down))
+            return carry, None
+
+        steps = (path_down.astype(jnp.int32), jax.random.split(k_gaps, num_crossings))
+        (wall_map, _, _), _ = lax.scan(cross, (wall_map, jnp.int32(0), jnp.int32(0)), steps)
+        return Level.create(wall_map, (size - 1, size - 1), (0, 0), 0)
+
+    return sample
+
+
+def carve_perfect_maze(key: jax.Array, height: int, width: int) -> jax.Array:
+    """bool[H, W] walls of a perfect maze (odd H, W): randomized depth-first search over the
+    rooms at even (x, y), knocking out the wall cell between a room and the unvisited
+    neighbour it moves to. A `lax.while_loop` over an explicit stack, 2 * rooms - 1 steps."""
+    rh, rw = (height + 1) // 2, (width + 1) // 2
+    n_rooms = rh * rw
+    ys, xs = np.indices((height, width))
+    walls = jnp.asarray((ys % 2 == 1) | (xs % 2 == 1))  # every room open, every link closed
+    dx = jnp.array([1, 0, -1, 0])
+    dy = jnp.array([0, 1, 0, -1])
+
+    k_start, k_steps = jax.random.split(key)
+    start = jax.random.randint(k_start, (), 0, n_rooms)
+    stack = jnp.zeros(n_rooms, jnp.int32).at[0].set(start)
+    visited = jnp.zeros(n_rooms, bool).at[start].set(True)
+
+    def body(carry):
+        walls, visited, stack, depth, step = carry
+        room = stack[depth - 1]
+        rx, ry = room % rw, room // rw
+        nx, ny = rx + dx, ry + dy
+        inside = (nx >= 0) & (nx < rw) & (ny >= 0) & (ny < rh)
+        neighbour = jnp.where(inside, ny * rw + nx, 0)
+        open_dirs = inside & ~visited[neighbour]
+        d = jax.random.categorical(jax.random.fold_in(k_steps, step), jnp.where(open_dirs, 0.0, -jnp.inf))
+        advance = open_dirs.any()
+        nxt = neighbour[d]
+        # Advance: knock out the link, visit and push the neighbour. Dead end: pop. (Writes
+        # that must not happen go to an out-of-range index and are dropped; the stack slot
+        # above the top is garbage anyway.)
+        link_y = jnp.where(advance, 2 * ry + dy[d], height)
+        walls = walls.at[link_y, 2 * rx + dx[d]].set(False, mode="drop")
+        visited = visited.at[jnp.where(advance, nxt, n_rooms)].set(True, mode="drop")
+        stack = stack.at[depth].set(nxt, mode="drop")
+        depth = jnp.where(advance, depth + 1, depth - 1)
+        return walls, visited, stack, depth, step + 1
+
+    carry = (walls, visited, stack, jnp.int32(1), jnp.int32(0))
+    walls, *_ = lax.while_loop(lambda c: c[3] > 0, body, carry)
+    return walls
+
+
+def perfect_maze_sampler(height: int, width: int) -> Sampler:
+    """A perfect maze from `carve_perfect_maze`; agent and goal on distinct uniform free
+    cells, uniform direction."""
+    if height % 2 == 0 or width % 2 == 0:
+        raise ValueError(f"perfect mazes need odd sizes, got {height}x{width}")
+
+    def sample(key: jax.Array) -> Level:
+        k_maze, k_place = jax.random.split(key)
+        return place_agent_and_goal(k_place, carve_perfect_maze(k_maze, height, width))
+
+    return sample
+
+
+def _budget(height: int, width: int) -> int:
+    """The standard evaluation step budget, 2 * (H + 2) * (W + 2) (border ring included)."""
+    return 2 * (height + 2) * (width + 2)
+
+
+def _procedural_mazes() -> list[OODMaze]:
+    perfect = [("PerfectMaze", 13), ("PerfectMazeMedium", 19), ("PerfectMazeLarge", 49),
+               ("PerfectMazeXL", 99)]
+    return [
+        OODMaze("FourRooms", 17, 17, 250, four_rooms_sampler(17)),
+        # SimpleCrossing's own budget, 4 * (H + 2) * (W + 2) = 484.
+        OODMaze("Crossing", 9, 9, 2 * _budget(9, 9), crossing_sampler(9, 5)),
+        *(OODMaze(name, n, n, _budget(n, n), perfect_maze_sampler(n, n)) for name, n in perfect),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Registry
+
+@functools.lru_cache(maxsize=None)
+def _registry() -> dict[str, OODMaze]:
+    """All mazes by name, built once so that `get_maze` returns the same (hashable) object."""
+    mazes = parse_maze_file(DATA_FILE.read_text()) + _procedural_mazes()
+    registry = {}
+    for maze in mazes:
+        if maze.name in registry:
+            raise InvalidLevelError(f"OOD maze {maze.name} is defined twice")
+        registry[maze.name] = maze
+    return registry
+
+
+def list_mazes() -> list[str]:
+    """Names of every OOD maze (aliases excluded)."""
+    return list(_registry())
+
+
+def get_maze(name: str) -> OODMaze:
+    """The maze called `name` (or one of its `ALIASES`)."""
+    registry = _registry()
+    maze = registry.get(ALIASES.get(name, name))
+    if maze is None:
+        raise ValueError(f"unknown OOD maze {name!r}; valid names: {', '.join(registry)} "
+                         f"(aliases: {', '.join(ALIASES)})")
+    return maze
+
+
+def get_suite(names: str | Iterable[str]) -> list[OODMaze]:
+    """Mazes from a suite name (see `SUITES`), a single maze name, or a list of names."""
+    if isinstance(names, str):
+        names = SUITES.get(names, [names])
+    return [get_maze(name) for name in names]
