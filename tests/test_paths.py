@@ -205,3 +205,15 @@ def test_large_snake_maze():
     walls = np.asarray(level.wall_map)
     assert out["actions"][0] == ref_action_count(walls, (0, 0), 0, (0, 98))
     assert out["return"][0] == pytest.approx(1 - 0.9 * 5096 / 10_000)
+
+
+def test_ood_shortest_path_check_values():
+    """Cell moves from start to goal on the fixed-goal OOD mazes, as in the benchmark's notes."""
+    from minimax.envs.maze.ood import get_maze
+
+    expected = {"SixteenRooms": 20, "SixteenRooms2": 22, "Labyrinth": 96, "Labyrinth2": 96,
+                "LabyrinthFlipped": 96, "StandardMaze": 40, "StandardMaze2": 56, "StandardMaze3": 39}
+    levels = [get_maze(name).sample(jax.random.key(0)) for name in expected]
+    batch = jax.tree.map(lambda *xs: jnp.stack(xs), *levels)
+    got = jax.jit(jax.vmap(shortest_path_length))(batch)
+    assert dict(zip(expected, np.asarray(got).tolist())) == expected

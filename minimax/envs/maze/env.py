@@ -19,7 +19,7 @@ import numpy as np
 from flax import struct
 
 from minimax.envs.environment import Box, Dict, Discrete, Environment
-from minimax.envs.maze.level import Level
+from minimax.envs.maze.level import DIR_TO_VEC, Level
 
 # MiniGrid actions: only the first three change anything in a maze.
 LEFT, RIGHT, FORWARD, PICKUP, DROP, TOGGLE, DONE = range(7)
@@ -29,7 +29,6 @@ ACTION_NAMES = ("left", "right", "forward", "pickup", "drop", "toggle", "done")
 OBJ_UNSEEN, OBJ_EMPTY, OBJ_WALL, OBJ_GOAL, OBJ_AGENT = 0, 1, 2, 8, 10
 COLOR_RED, COLOR_GREEN, COLOR_GREY = 0, 1, 5
 
-DIR_TO_VEC = np.array([(1, 0), (0, 1), (-1, 0), (0, -1)], dtype=np.int32)  # (dx, dy)
 
 
 def view_offsets(view_size: int) -> np.ndarray:

@@ -28,6 +28,7 @@ CANDIDATE_GOAL_CHAR = "g"
 GRID_CHARS = frozenset(WALL_CHAR + FREE_CHAR + AGENT_CHAR + GOAL_CHAR + CANDIDATE_GOAL_CHAR)
 
 DIR_NAMES = ("right", "down", "left", "up")
+DIR_TO_VEC = np.array([(1, 0), (0, 1), (-1, 0), (0, -1)], dtype=np.int32)  # (dx, dy) per direction
 
 
 class InvalidLevelError(ValueError):
@@ -209,8 +210,8 @@ def validate_level(level: Level, height: int | None = None, width: int | None = 
     if not (len(goal) == len(agent) == len(adir) == len(walls)):
         raise InvalidLevelError("level fields disagree on the batch shape")
     for i in range(len(walls)):
-        where = f"level {np.unravel_index(i, batch)}: " if batch else ""
-        for name, (x, y) in (("agent", agent[i]), ("goal", goal[i])):
+        where = f"level {tuple(int(j) for j in np.unravel_index(i, batch))}: " if batch else ""
+        for name, (x, y) in (("agent", agent[i].tolist()), ("goal", goal[i].tolist())):
             if not (0 <= x < w and 0 <= y < h):
                 raise InvalidLevelError(f"{where}{name} position x={x} y={y} is out of bounds for a {h}x{w} maze")
             if walls[i, y, x]:
@@ -218,4 +219,4 @@ def validate_level(level: Level, height: int | None = None, width: int | None = 
         if tuple(agent[i]) == tuple(goal[i]):
             raise InvalidLevelError(f"{where}agent is on the goal at x={agent[i][0]} y={agent[i][1]}")
         if not 0 <= adir[i] <= 3:
-            raise InvalidLevelError(f"{where}agent_dir {adir[i]} is not one of 0 right, 1 down, 2 left, 3 up")
+            raise InvalidLevelError(f"{where}agent_dir {int(adir[i])} is not one of 0 right, 1 down, 2 left, 3 up")

@@ -15,15 +15,14 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax import lax
 
-from minimax.envs.maze.level import Level
+from minimax.envs.maze.level import DIR_TO_VEC, Level
 
-# (dx, dy) per direction: 0 right, 1 down, 2 left, 3 up.
-DIR_TO_VEC = ((1, 0), (0, 1), (-1, 0), (0, -1))
 
 
 def _shift(grid, dx: int, dy: int):
     """Move the contents of `grid[..., y, x]` by (dx, dy) steps of at most one cell; what
     slides in from outside the grid is False (the implicit border)."""
+    dx, dy = int(dx), int(dy)
     pad = [(0, 0)] * (grid.ndim - 2) + [(max(dy, 0), max(-dy, 0)), (max(dx, 0), max(-dx, 0))]
     h, w = grid.shape[-2:]
     padded = jnp.pad(grid, pad)

@@ -24,6 +24,8 @@ import jax
 import jax.numpy as jnp
 from PIL import Image, ImageDraw, ImageFont
 
+from minimax.envs.maze.level import DIR_TO_VEC
+
 # Colours (RGB, uint8), as in MiniGrid.
 FLOOR_COLOR = (0, 0, 0)
 GRID_LINE_COLOR = (100, 100, 100)
@@ -33,7 +35,6 @@ AGENT_COLOR = (255, 0, 0)
 HIGHLIGHT_ALPHA = 0.3  # blend towards white for cells in the agent's view
 
 # (dx, dy) per direction: 0 right, 1 down, 2 left, 3 up.
-DIR_TO_VEC = np.array([(1, 0), (0, 1), (-1, 0), (0, -1)], dtype=np.int32)
 
 # Tile indices into the tile atlas; the highlighted copy of tile i is i + NUM_TILES.
 FLOOR, WALL, GOAL = 0, 1, 2
