@@ -84,7 +84,7 @@ def empty_level(height: int = 13, width: int = 13) -> Level:
     return Level.create(np.zeros((height, width), bool), (width - 1, height - 1), (0, 0), 0)
 
 
-def _parse_xy(value: str, what: str) -> tuple[int, int]:
+def parse_xy(value: str, what: str) -> tuple[int, int]:
     parts = dict(p.split("=", 1) for p in value.split() if "=" in p)
     try:
         return int(parts["x"]), int(parts["y"])
@@ -159,9 +159,9 @@ def parse_level(text: str, *, height: int | None = None, width: int | None = Non
             raise InvalidLevelError(f"size: expected 'HxW', got {header['size']!r}") from None
         if hw != (h, w):
             raise InvalidLevelError(f"size header says {header['size']} but the grid is {h}x{w}")
-    if "agent" in header and _parse_xy(header["agent"], "agent") != agents[0]:
+    if "agent" in header and parse_xy(header["agent"], "agent") != agents[0]:
         raise InvalidLevelError(f"agent header {header['agent']!r} disagrees with 'A' at {agents[0]}")
-    if "goal" in header and "one of" not in header["goal"] and _parse_xy(header["goal"], "goal") != goals[0]:
+    if "goal" in header and "one of" not in header["goal"] and parse_xy(header["goal"], "goal") != goals[0]:
         raise InvalidLevelError(f"goal header {header['goal']!r} disagrees with 'G' at {goals[0]}")
     if "walls" in header and int(header["walls"]) != int(walls.sum()):
         raise InvalidLevelError(f"walls header says {header['walls']} but the grid has {int(walls.sum())}")

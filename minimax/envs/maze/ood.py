@@ -27,7 +27,7 @@ from minimax.envs.maze.generators import place_agent_and_goal
 from minimax.envs.maze.level import (
     InvalidLevelError,
     Level,
-    _parse_xy,
+    parse_xy,
     parse_grid,
     split_header,
     validate_level,
@@ -54,6 +54,12 @@ class OODMaze:
     @property
     def is_fixed(self) -> bool:
         return self.fixed_level is not None
+
+    def params(self, **overrides):
+        """`MazeParams` for this maze: its size and step budget, plus any other options."""
+        from minimax.envs.maze.env import MazeParams
+
+        return MazeParams(height=self.height, width=self.width, max_steps=self.max_steps, **overrides)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -129,14 +135,14 @@ def _check_header(header: dict[str, str], walls, agents, goals, candidates) -> N
             raise InvalidLevelError(f"missing header line '{key}:'")
     if header["size"] != f"{h}x{w}":
         raise InvalidLevelError(f"size header says {header['size']} but the grid is {h}x{w}")
-    if _parse_xy(header["agent"], "agent") != agents[0]:
+    if parse_xy(header["agent"], "agent") != agents[0]:
         raise InvalidLevelError(f"agent header {header['agent']!r} disagrees with 'A' at {agents[0]}")
     if candidates:
         match = re.match(r"one of (\d+)", header["goal"])
         if not match or int(match.group(1)) != len(candidates):
             raise InvalidLevelError(
                 f"goal header {header['goal']!r} disagrees with the {len(candidates)} 'g' cells")
-    elif _parse_xy(header["goal"], "goal") != goals[0]:
+    elif parse_xy(header["goal"], "goal") != goals[0]:
         raise InvalidLevelError(f"goal header {header['goal']!r} disagrees with 'G' at {goals[0]}")
     if int(header["walls"]) != int(walls.sum()):
         raise InvalidLevelError(f"walls header says {header['walls']} but the grid has {int(walls.sum())}")
