@@ -23,8 +23,9 @@ from minimax.envs import GenerateAutoReset, ReplayAutoReset
 from minimax.envs.maze import AMaze, make_dr_generator
 
 
-def build(mode: str, num_envs: int, steps: int):
-    env, params = AMaze(), AMaze().default_params()
+def build(mode: str, num_envs: int, steps: int, max_steps: int):
+    env = AMaze()
+    params = env.default_params(max_steps=max_steps)
     generator = make_dr_generator(params.height, params.width, n_walls=60)
     if mode == "replay":
         wrapped = ReplayAutoReset(env)
@@ -62,8 +63,8 @@ def build(mode: str, num_envs: int, steps: int):
     return jax.jit(init), jax.jit(rollout, donate_argnums=(0,))
 
 
-def measure(mode: str, num_envs: int, steps: int, repeats: int) -> tuple[float, float]:
-    init, rollout = build(mode, num_envs, steps)
+def measure(mode: str, num_envs: int, steps: int, repeats: int, max_steps: int) -> tuple[float, float, float]:
+    init, rollout = build(mode, num_envs, steps, max_steps)
     key = jax.random.key(0)
     state = init(key)
     actions = jax.random.randint(jax.random.key(1), (steps, num_envs), 0, 3)
@@ -78,7 +79,7 @@ def measure(mode: str, num_envs: int, steps: int, repeats: int) -> tuple[float, 
         episodes += int(dones)
     jax.block_until_ready(state)
     elapsed = time.perf_counter() - t0
-    return num_envs * steps * repeats / elapsed, compile_s
+    return num_envs * steps * repeats / elapsed, compile_s, episodes / (num_envs * steps * repeats)
 
 
 def main():
@@ -87,13 +88,16 @@ def main():
     parser.add_argument("--steps", type=int, default=256, help="scan length per timed call")
     parser.add_argument("--repeats", type=int, default=5, help="timed calls per setting")
     parser.add_argument("--modes", nargs="+", default=["generate", "replay"], choices=["generate", "replay"])
+    parser.add_argument("--max-steps", type=int, default=250,
+                        help="episode budget; small values stress level generation (more episodes)")
     args = parser.parse_args()
     print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({platform.processor() or platform.machine()})")
-    print(f"| mode | envs | steps/s | compile s |\n|---|---:|---:|---:|")
+    print(f"max_steps {args.max_steps}, {args.steps} steps x {args.repeats} timed calls per row")
+    print("| mode | envs | steps/s | episodes ended per 1000 steps | compile s |\n|---|---:|---:|---:|---:|")
     for mode in args.modes:
         for n in args.envs:
-            sps, compile_s = measure(mode, n, args.steps, args.repeats)
-            print(f"| {mode} | {n} | {sps / 1e6:.3f}M | {compile_s:.1f} |", flush=True)
+            sps, compile_s, ended = measure(mode, n, args.steps, args.repeats, args.max_steps)
+            print(f"| {mode} | {n} | {sps / 1e6:.3f}M | {1000 * ended:.1f} | {compile_s:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

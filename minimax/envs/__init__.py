@@ -7,6 +7,7 @@ from minimax.envs.environment import (
     Environment,
     GenerateAutoReset,
     ReplayAutoReset,
+    Wrapper,
 )
 
-__all__ = ["Box", "Dict", "Discrete", "Environment", "GenerateAutoReset", "ReplayAutoReset"]
+__all__ = ["Box", "Dict", "Discrete", "Environment", "GenerateAutoReset", "ReplayAutoReset", "Wrapper"]

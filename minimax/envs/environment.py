@@ -95,7 +95,7 @@ class Environment:
     `reset_to_level` and `step` are the public API built from them.
     """
 
-    def default_params(self):
+    def default_params(self, **overrides):
         raise NotImplementedError
 
     def init_state(self, level, params):
@@ -144,24 +144,28 @@ def tree_select(pred: jax.Array, on_true, on_false):
 # ---------------------------------------------------------------------- auto-reset
 
 
-class ReplayAutoReset:
-    """On done, reset to the same level. Per env; vmap for batches.
-
-    Used by PLR replay and evaluation, where the level of an env is fixed for the
-    whole rollout. The state is the env's own: it already carries its level.
-    """
+class Wrapper:
+    """An environment wrapped in extra behaviour; parameters and spaces pass through."""
 
     def __init__(self, env: Environment):
         self.env = env
 
-    def default_params(self):
-        return self.env.default_params()
+    def default_params(self, **overrides):
+        return self.env.default_params(**overrides)
 
     def observation_space(self, params):
         return self.env.observation_space(params)
 
     def action_space(self, params):
         return self.env.action_space(params)
+
+
+class ReplayAutoReset(Wrapper):
+    """On done, reset to the same level. Per env; vmap for batches.
+
+    Used by PLR replay and evaluation, where the level of an env is fixed for the
+    whole rollout. The state is the env's own: it already carries its level.
+    """
 
     def reset_to_level(self, key, level, params):
         return self.env.reset_to_level(key, level, params)
@@ -186,7 +190,7 @@ class GenerateState:
     pool_key: jax.Array
 
 
-class GenerateAutoReset:
+class GenerateAutoReset(Wrapper):
     """On done, reset to a fresh level from `generator(key) -> level`. Works on a batch.
 
     Why batched: a per-env wrapper under `vmap` would have to generate a level on
@@ -211,19 +215,10 @@ class GenerateAutoReset:
         if pool_size < num_envs:
             raise ValueError(
                 f"pool_size ({pool_size}) must be >= num_envs ({num_envs}): one step can end every episode")
-        self.env = env
+        super().__init__(env)
         self.generator = generator
         self.num_envs = int(num_envs)
         self.pool_size = pool_size
-
-    def default_params(self):
-        return self.env.default_params()
-
-    def observation_space(self, params):
-        return self.env.observation_space(params)
-
-    def action_space(self, params):
-        return self.env.action_space(params)
 
     def _generate(self, key, n):
         return jax.vmap(self.generator)(jax.random.split(key, n))
