@@ -206,3 +206,36 @@ def test_spaces():
 def test_bad_params_name_the_option(bad, message):
     with pytest.raises(ValueError, match=message):
         MazeParams(**bad)
+
+
+def minigrid_view(level, view_size):
+    """MiniGrid's gen_obs_grid + encode (see-through, agent cell empty), transposed to [row, col]."""
+    walls = np.asarray(level.wall_map)
+    h, w = walls.shape
+    (ax, ay), d, (gx, gy) = np.asarray(level.agent_pos), int(level.agent_dir), np.asarray(level.goal_pos)
+    half = view_size // 2
+    top = {0: (ax, ay - half), 1: (ax - half, ay), 2: (ax - view_size + 1, ay - half),
+           3: (ax - half, ay - view_size + 1)}[d]
+
+    def cell(x, y):  # Grid.slice: outside the interior is a wall
+        if not (0 <= x < w and 0 <= y < h) or walls[y, x]:
+            return (2, 5, 0)
+        return (8, 1, 0) if (x, y) == (gx, gy) else (1, 0, 0)
+
+    grid = {(i, j): cell(top[0] + i, top[1] + j) for i in range(view_size) for j in range(view_size)}
+    for _ in range(d + 1):  # Grid.rotate_left: new (j, W-1-i) = old (i, j)
+        grid = {(j, view_size - 1 - i): v for (i, j), v in grid.items()}
+    grid[(half, view_size - 1)] = (1, 0, 0)  # the agent's own cell reads as empty
+    return np.array([[grid[(x, y)] for x in range(view_size)] for y in range(view_size)], np.uint8)
+
+
+@pytest.mark.parametrize("view_size", [3, 5, 7])
+def test_views_match_minigrid_slice_and_rotate(view_size):
+    from minimax.envs.maze import make_dr_generator
+
+    params = MazeParams(height=7, width=9, agent_view_size=view_size)
+    levels = jax.vmap(make_dr_generator(7, 9, n_walls=20))(jax.random.split(jax.random.key(view_size), 48))
+    obs = jax.jit(jax.vmap(lambda lv: ENV.reset_to_level(None, lv, params)[0]))(levels)
+    for i in range(48):
+        level = jax.tree.map(lambda x: x[i], levels)
+        np.testing.assert_array_equal(np.asarray(obs["image"][i]), minigrid_view(level, view_size))

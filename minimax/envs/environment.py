@@ -106,6 +106,11 @@ class Environment:
         """The level the episode in `state` started from (states carry their level)."""
         raise NotImplementedError
 
+    def restart_state(self, state, params):
+        """The start of a new episode on the level of `state`. Environments override it to
+        reuse what does not change between episodes of one level."""
+        return self.init_state(self.level_of(state), params)
+
     def step_env(self, key, state, action, params):
         """One transition without the observation: `(state, reward, done, info)`."""
         raise NotImplementedError
@@ -172,16 +177,15 @@ class ReplayAutoReset(Wrapper):
 
     def step(self, key, state, action, params):
         state, reward, done, info = self.env.step_env(key, state, action, params)
-        restart = self.env.init_state(self.env.level_of(state), params)
-        state = tree_select(done, restart, state)
+        state = tree_select(done, self.env.restart_state(state, params), state)
         return self.env.get_obs(state, params), state, reward, done, info
 
 
 @struct.dataclass
 class GenerateState:
-    """Batched env states plus a pool of pre-generated levels.
+    """Batched env states plus a pool of episode starts on pre-generated levels.
 
-    `pool[pool_used:]` are fresh levels not yet handed to any env.
+    `pool[pool_used:]` are fresh initial states not yet handed to any env.
     """
 
     env_state: Any
@@ -223,6 +227,10 @@ class GenerateAutoReset(Wrapper):
     def _generate(self, key, n):
         return jax.vmap(self.generator)(jax.random.split(key, n))
 
+    def _generate_starts(self, key, n, params):
+        """Initial states of `n` fresh levels (derived state is built once per level)."""
+        return jax.vmap(self.env.init_state, in_axes=(0, None))(self._generate(key, n), params)
+
     def reset(self, key, params):
         key_levels, key_pool = jax.random.split(key)
         levels = self._generate(key_levels, self.num_envs)
@@ -232,7 +240,7 @@ class GenerateAutoReset(Wrapper):
         """Start every env on the given batch of levels; later episodes are generated."""
         key_pool, key_next = jax.random.split(key)
         env_state = jax.vmap(self.env.init_state, in_axes=(0, None))(levels, params)
-        pool = self._generate(key_pool, self.pool_size)
+        pool = self._generate_starts(key_pool, self.pool_size, params)
         state = GenerateState(env_state, pool, jnp.zeros((), jnp.int32), key_next)
         return jax.vmap(self.env.get_obs, in_axes=(0, None))(env_state, params), state
 
@@ -249,15 +257,14 @@ class GenerateAutoReset(Wrapper):
         def refill(carry):
             _, _, pool_key = carry
             pool_key, gen_key = jax.random.split(pool_key)
-            return self._generate(gen_key, self.pool_size), jnp.zeros((), jnp.int32), pool_key
+            return self._generate_starts(gen_key, self.pool_size, params), jnp.zeros((), jnp.int32), pool_key
 
         pool, used, pool_key = jax.lax.while_loop(
             needs_refill, refill, (state.pool, state.pool_used, state.pool_key))
 
         # The k-th env to finish this step takes pool[used + k].
         slot = jnp.clip(used + jnp.cumsum(done, dtype=jnp.int32) - 1, 0, self.pool_size - 1)
-        new_levels = jax.tree.map(lambda x: x[slot], pool)
-        fresh = jax.vmap(self.env.init_state, in_axes=(0, None))(new_levels, params)
+        fresh = jax.tree.map(lambda x: x[slot], pool)
         env_state = tree_select(done, fresh, env_state)
         obs = jax.vmap(self.env.get_obs, in_axes=(0, None))(env_state, params)
         state = GenerateState(env_state, pool, used + n_done, pool_key)
