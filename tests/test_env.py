@@ -239,3 +239,8 @@ def test_views_match_minigrid_slice_and_rotate(view_size):
     for i in range(48):
         level = jax.tree.map(lambda x: x[i], levels)
         np.testing.assert_array_equal(np.asarray(obs["image"][i]), minigrid_view(level, view_size))
+
+
+def test_level_size_must_match_params():
+    with pytest.raises(ValueError, match=r"shape \(5, 6\) but params are for a 13x13 maze"):
+        ENV.reset_to_level(None, LEVEL, MazeParams())

@@ -90,7 +90,8 @@ class MazeState:
     time: jax.Array       # int32, steps taken in this episode
     padded_walls: jax.Array  # bool[(H + 2p) * (W + 2p)], p = view size - 1: walls with the
     # outer ring written in and flattened, so every cell a step or a view can touch is one
-    # bounds-check-free gather (about 1.5x faster than a clipped 2-D gather under vmap)
+    # bounds-check-free gather (about 1.5x faster than a clipped 2-D gather under vmap).
+    # Derived from `level` by `init_state`: build states with it, not by replacing `level`.
 
     @property
     def wall_map(self) -> jax.Array:
@@ -114,6 +115,10 @@ class AMaze(Environment):
 
     # ---- state
     def init_state(self, level: Level, params: MazeParams) -> MazeState:
+        shape = tuple(jnp.shape(level.wall_map))
+        if shape != (params.height, params.width):  # static: checked once, at trace time
+            raise ValueError(f"level wall_map has shape {shape} but params are for a "
+                             f"{params.height}x{params.width} maze (height x width)")
         level = Level(
             wall_map=jnp.asarray(level.wall_map, jnp.bool_),
             goal_pos=jnp.asarray(level.goal_pos, jnp.int32),
