@@ -1,0 +1,286 @@
+"""Typed training configuration and the method presets.
+
+One flat, frozen dataclass: every option is one command-line flag (`--lr`, `--num-envs`),
+its docstring is the `--help` text, and `__post_init__` rejects bad values at once with
+a message that names the option. Presets are the minimax report's Tables 5 and 6 (the
+current minimax release's maze configs); `python train.py --preset plr --lr 1e-3` starts
+from a preset and overrides single options.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Literal
+
+METHODS = ("dr", "plr", "robust_plr", "parallel_plr", "accel", "parallel_accel")
+PLR_METHODS = ("plr", "robust_plr", "parallel_plr", "accel", "parallel_accel")
+MUTATION_METHODS = ("accel", "parallel_accel")
+SCORE_FUNCTIONS = ("maxmc", "pvl", "l1_value_loss", "gae", "policy_entropy", "least_confidence",
+                   "min_margin", "one_step_td", "learnability")
+SCORE_TRANSFORMS = ("rank", "power", "softmax", "eps_greedy", "top_k")
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid; the message names the option (as its CLI flag)."""
+
+
+def flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Train a student on AMaze with an autocurriculum (domain randomisation, PLR, ACCEL)."""
+
+    # ---------------------------------------------------------------- run
+    method: Literal["dr", "plr", "robust_plr", "parallel_plr", "accel", "parallel_accel"] = "dr"
+    """Autocurriculum: dr (domain randomisation), plr, robust_plr, parallel_plr, accel, parallel_accel."""
+    seed: int = 0
+    """Random seed: the same seed and config give the same run, number for number (on one backend)."""
+    run_name: str = ""
+    """Directory name under --out-dir; empty means '<method>-seed<seed>'."""
+    out_dir: str = "runs"
+    """Where run directories (logs, config, checkpoints) are created."""
+    num_updates: int = 30_000
+    """Gradient updates to train for (learning-rate annealing counts these)."""
+    log_every: int = 10
+    """Updates per compiled chunk; one log row (JSONL and CSV) per chunk."""
+    eval_every: int = 100
+    """Evaluate on the --eval-suite mazes every this many updates (a multiple of --log-every; 0 = never)."""
+    checkpoint_every: int = 1000
+    """Save the whole run state every this many updates (a multiple of --log-every; 0 = only at the end)."""
+    keep_checkpoints: int = 3
+    """How many of the most recent checkpoints to keep."""
+    resume: bool = False
+    """Continue the run in <out-dir>/<run-name> from its latest checkpoint (its saved config is used)."""
+    overwrite: bool = False
+    """Delete an existing run directory of the same name instead of refusing to start."""
+    progress: bool = True
+    """Show a progress bar (updates, env steps, steps per second, ETA)."""
+    wandb: bool = False
+    """Also log to Weights & Biases (offline unless logged in; never logs environment variables)."""
+    wandb_project: str = "minimax"
+    """W&B project name (only with --wandb)."""
+
+    # ---------------------------------------------------------------- environment
+    maze_height: int = 13
+    """Maze interior height in cells."""
+    maze_width: int = 13
+    """Maze interior width in cells."""
+    max_episode_steps: int = 250
+    """Episode step budget on training levels."""
+    n_walls: int = 60
+    """Wall draws per generated level (with replacement); 0 generates empty levels (ACCEL)."""
+    n_actions: Literal[3, 7] = 7
+    """7 = MiniGrid's full action set (the literature's), 3 = left, right, forward."""
+    agent_view_size: int = 5
+    """Side of the egocentric view (odd)."""
+    normalize_obs: bool = True
+    """Divide observation images by 10."""
+
+    # ---------------------------------------------------------------- model
+    recurrent_cell: Literal["lstm", "gru"] = "lstm"
+    """Recurrent core of the student network."""
+    recurrent_size: int = 256
+    """Units of the recurrent core."""
+    conv_filters: int = 16
+    """Filters of the 3x3 VALID convolution on the image."""
+    dir_embed_size: int = 5
+    """Size of the agent-direction embedding."""
+    head_hidden: int = 32
+    """Hidden units of the policy and value heads."""
+
+    # ---------------------------------------------------------------- PPO
+    num_envs: int = 32
+    """Parallel environments per rollout."""
+    num_steps: int = 256
+    """Steps per rollout (per env)."""
+    lr: float = 1e-4
+    """Adam learning rate."""
+    anneal_lr: bool = False
+    """Anneal the learning rate linearly to 0 over all gradient steps."""
+    adam_eps: float = 1e-5
+    """Adam epsilon."""
+    max_grad_norm: float = 0.5
+    """Clip gradients to this global norm."""
+    gamma: float = 0.995
+    """Discount factor."""
+    gae_lambda: float = 0.98
+    """GAE lambda."""
+    n_epochs: int = 5
+    """PPO epochs per update."""
+    n_minibatches: int = 1
+    """Minibatches per epoch, split along the env axis (must divide --num-envs)."""
+    clip_eps: float = 0.2
+    """PPO ratio clip (also the value clip when --clip-value)."""
+    clip_value: bool = True
+    """Clip the value loss around the rollout's values."""
+    entropy_coef: float = 1e-3
+    """Entropy bonus coefficient."""
+    value_coef: float = 0.5
+    """Value loss coefficient."""
+
+    # ---------------------------------------------------------------- evaluation
+    eval_suite: str = "validation"
+    """Mazes for periodic evaluation: a suite name (validation, dcd12) or comma-separated maze names."""
+    eval_episodes: int = 10
+    """Episodes per evaluation maze (parallel envs; each env's first episode counts)."""
+    eval_greedy: bool = False
+    """Evaluate with the most likely action instead of sampling."""
+
+    # ---------------------------------------------------------------- PLR family
+    replay_prob: float = 0.5
+    """Probability of a replay update once the buffer is full enough (PLR family)."""
+    buffer_size: int = 4000
+    """Level buffer capacity (PLR family)."""
+    staleness_coef: float = 0.3
+    """Weight rho of the staleness distribution in the replay distribution."""
+    temperature: float = 0.3
+    """Temperature beta of the score transform."""
+    score_function: Literal["maxmc", "pvl", "l1_value_loss", "gae", "policy_entropy", "least_confidence",
+                            "min_margin", "one_step_td", "learnability"] = "maxmc"
+    """Level score (PLR family)."""
+    score_transform: Literal["rank", "power", "softmax", "eps_greedy", "top_k"] = "rank"
+    """Score-to-weight transform (PLR family)."""
+    min_fill_ratio: float = 0.5
+    """Replay only once this fraction of the buffer is filled."""
+    unique_levels: bool = True
+    """Keep only distinct levels in the buffer."""
+    n_mutations: int = 20
+    """Edits per mutation (ACCEL)."""
+
+    def __post_init__(self):
+        problems = list(_problems(self))
+        if problems:
+            raise ConfigError("; ".join(problems))
+
+    # ---------------------------------------------------------------- derived
+    @property
+    def name(self) -> str:
+        return self.run_name or f"{self.method}-seed{self.seed}"
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.out_dir) / self.name
+
+    @property
+    def steps_per_rollout(self) -> int:
+        return self.num_envs * self.num_steps
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "TrainConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(f"unknown config option(s) {', '.join(unknown)}")
+        return cls(**values)
+
+    def save(self, path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path) -> "TrainConfig":
+        try:
+            values = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise ConfigError(f"cannot read config {path}: {e}") from None
+        return cls.from_dict(values)
+
+
+def _problems(c: TrainConfig):
+    """Every invalid value, as a message naming its flag."""
+    def positive(*names):
+        for n in names:
+            v = getattr(c, n)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0 or v != v:
+                yield f"{flag(n)} must be > 0, got {v!r}"
+
+    def in_unit(n, low_open=False):
+        v = getattr(c, n)
+        if not (0 < v <= 1 if low_open else 0 <= v <= 1):
+            yield f"{flag(n)} must be in {'(0, 1]' if low_open else '[0, 1]'}, got {v!r}"
+
+    if c.method not in METHODS:
+        yield f"--method must be one of {', '.join(METHODS)}, got {c.method!r}"
+    if c.score_function not in SCORE_FUNCTIONS:
+        yield f"--score-function must be one of {', '.join(SCORE_FUNCTIONS)}, got {c.score_function!r}"
+    if c.score_transform not in SCORE_TRANSFORMS:
+        yield f"--score-transform must be one of {', '.join(SCORE_TRANSFORMS)}, got {c.score_transform!r}"
+    if c.recurrent_cell not in ("lstm", "gru"):
+        yield f"--recurrent-cell must be lstm or gru, got {c.recurrent_cell!r}"
+    if c.n_actions not in (3, 7):
+        yield f"--n-actions must be 3 or 7, got {c.n_actions!r}"
+    yield from positive("num_updates", "log_every", "keep_checkpoints", "maze_height", "maze_width",
+                        "max_episode_steps", "recurrent_size", "conv_filters", "dir_embed_size",
+                        "head_hidden", "num_envs", "num_steps", "lr", "adam_eps", "max_grad_norm",
+                        "n_epochs", "n_minibatches", "eval_episodes", "buffer_size", "temperature")
+    for n in ("eval_every", "checkpoint_every", "n_walls", "entropy_coef", "value_coef", "clip_eps",
+              "n_mutations"):
+        if getattr(c, n) < 0:
+            yield f"{flag(n)} must be >= 0, got {getattr(c, n)!r}"
+    for n in ("gamma", "gae_lambda", "replay_prob", "staleness_coef", "min_fill_ratio"):
+        yield from in_unit(n)
+    if c.maze_height * c.maze_width < 2:
+        yield f"a {c.maze_height}x{c.maze_width} maze (--maze-height x --maze-width) has no room for agent and goal"
+    elif c.n_walls > c.maze_height * c.maze_width - 2:
+        yield (f"--n-walls must be <= {c.maze_height * c.maze_width - 2} for a {c.maze_height}x{c.maze_width} "
+               f"maze, got {c.n_walls}")
+    v = c.agent_view_size
+    if not isinstance(v, int) or v < 3 or v % 2 == 0:
+        yield f"--agent-view-size must be an odd int >= 3, got {v!r}"
+    if c.num_envs > 0 and c.n_minibatches > 0 and c.num_envs % c.n_minibatches:
+        yield f"--n-minibatches ({c.n_minibatches}) must divide --num-envs ({c.num_envs})"
+    if c.log_every > 0:
+        for n in ("eval_every", "checkpoint_every"):
+            if getattr(c, n) > 0 and getattr(c, n) % c.log_every:
+                yield f"{flag(n)} ({getattr(c, n)}) must be a multiple of --log-every ({c.log_every})"
+    if c.run_name and (Path(c.run_name).name != c.run_name or c.run_name in (".", "..")):
+        yield f"--run-name must be a plain directory name, got {c.run_name!r}"
+    if c.method in PLR_METHODS and c.buffer_size < 2:
+        yield f"--buffer-size must be >= 2 for {c.method}, got {c.buffer_size}"
+    if c.method in MUTATION_METHODS and c.n_mutations < 1:
+        yield f"--n-mutations must be >= 1 for {c.method}, got {c.n_mutations}"
+    if not c.eval_suite.strip():
+        yield "--eval-suite must name a suite or mazes"
+    else:
+        from minimax.envs.maze.ood import SUITES, get_maze  # noqa: PLC0415 (cheap, no jax work)
+
+        if c.eval_suite not in SUITES:
+            for name in c.eval_suite.split(","):
+                try:
+                    get_maze(name.strip())
+                except (KeyError, ValueError):
+                    yield f"--eval-suite: unknown maze {name.strip()!r}"
+    for n in ("lr", "gamma", "gae_lambda", "clip_eps", "entropy_coef", "temperature"):
+        if isinstance(getattr(c, n), float) and math.isnan(getattr(c, n)):
+            yield f"{flag(n)} must be a number, got nan"
+
+
+# --------------------------------------------------------------------------- presets
+
+_SHARED = dict(num_updates=30_000, num_envs=32, num_steps=256, n_epochs=5, n_minibatches=1, clip_eps=0.2,
+               clip_value=True, max_grad_norm=0.5, maze_height=13, maze_width=13, max_episode_steps=250,
+               normalize_obs=True, recurrent_cell="lstm", recurrent_size=256, eval_every=100,
+               eval_suite="validation", eval_episodes=10, checkpoint_every=1000)
+_PLR = dict(buffer_size=4000, temperature=0.3, score_function="maxmc", score_transform="rank",
+            min_fill_ratio=0.5, unique_levels=True)
+
+PRESETS: dict[str, TrainConfig] = {
+    "dr": TrainConfig(method="dr", lr=1e-4, gamma=0.995, gae_lambda=0.98, entropy_coef=1e-3, n_walls=60,
+                      **_SHARED),
+    "plr": TrainConfig(method="robust_plr", lr=3e-4, gamma=0.999, gae_lambda=0.98, entropy_coef=0.0, n_walls=60,
+                       replay_prob=0.5, staleness_coef=0.3, **_PLR, **_SHARED),
+    "accel": TrainConfig(method="accel", lr=3e-4, gamma=0.999, gae_lambda=0.98, entropy_coef=0.0, n_walls=0,
+                         replay_prob=0.8, staleness_coef=0.5, n_mutations=20, **_PLR, **_SHARED),
+    "pplr": TrainConfig(method="parallel_plr", lr=3e-4, gamma=0.999, gae_lambda=0.95, entropy_coef=0.0,
+                        n_walls=60, replay_prob=1.0, staleness_coef=0.5, **_PLR, **_SHARED),
+    "paccel": TrainConfig(method="parallel_accel", lr=1e-4, gamma=0.999, gae_lambda=0.98, entropy_coef=1e-3,
+                          n_walls=0, replay_prob=1.0, staleness_coef=0.5, n_mutations=20, **_PLR, **_SHARED),
+}
+"""The minimax report's maze configurations (Tables 5 and 6), by preset name."""

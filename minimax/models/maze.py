@@ -1,0 +1,61 @@
+"""The student network of the UED maze literature (dcd, ACCEL, minimax).
+
+Conv 3x3 (16 filters, VALID, ReLU) on the egocentric image -> 144 features; an
+embedding of the agent's direction (4 -> 5); concatenated (149) into a recurrent core
+(LSTM 256 by default); policy and value heads Dense(32)+tanh -> Dense. Orthogonal
+initialisation (sqrt 2 in the trunk, 0.01 on the policy output, 1 on the value output).
+With the LSTM and 7 actions: 432,924 parameters.
+
+Every call runs a sequence: inputs are `[T, N, ...]` and `reset[T, N]` marks steps that
+start a new episode (the core's carry is zeroed there). Acting is the T = 1 case.
+"""
+
+from __future__ import annotations
+
+import math
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from minimax.models.recurrent import CORES
+
+
+class MazeActorCritic(nn.Module):
+    n_actions: int = 7
+    recurrent_cell: str = "lstm"
+    recurrent_size: int = 256
+    conv_filters: int = 16
+    dir_embed_size: int = 5
+    head_hidden: int = 32
+
+    def initial_carry(self, batch: int):
+        """Zero recurrent state for `batch` envs (the state at an episode start)."""
+        return CORES[self.recurrent_cell].initial_carry(batch, self.recurrent_size)
+
+    @nn.compact
+    def __call__(self, carry, obs: dict, reset: jax.Array):
+        """`(carry, obs[T, N], reset[T, N]) -> (carry, logits[T, N, A], value[T, N])`."""
+        image = obs["image"].astype(jnp.float32)
+        t, n = image.shape[:2]
+        trunk = nn.initializers.orthogonal(math.sqrt(2))
+        x = nn.Conv(self.conv_filters, (3, 3), padding="VALID", kernel_init=trunk, name="conv")(
+            image.reshape((t * n,) + image.shape[2:]))
+        x = nn.relu(x).reshape(t, n, -1)
+        d = nn.Embed(4, self.dir_embed_size, embedding_init=nn.initializers.orthogonal(),
+                     name="dir_embed")(obs["agent_dir"].astype(jnp.int32))
+        x = jnp.concatenate([x, d], axis=-1)
+
+        carry, h = CORES[self.recurrent_cell](self.recurrent_size, name="core")(carry, x, reset)
+
+        def head(out_size, out_scale, name):
+            y = nn.tanh(nn.Dense(self.head_hidden, kernel_init=trunk, name=f"{name}_hidden")(h))
+            return nn.Dense(out_size, kernel_init=nn.initializers.orthogonal(out_scale), name=f"{name}_out")(y)
+
+        logits = head(self.n_actions, 0.01, "policy")
+        value = head(1, 1.0, "value")[..., 0]
+        return carry, logits, value
+
+
+def count_params(params) -> int:
+    return sum(int(x.size) for x in jax.tree.leaves(params))

@@ -1,0 +1,72 @@
+"""Domain randomisation: PPO on a stream of freshly generated levels.
+
+Each `step` is one update: a rollout of T steps on N envs (an env that finishes an
+episode starts the next one on a fresh generator level), GAE, and one PPO update.
+Episodes continue across updates (the env stream is part of the runner state), so an
+update boundary never cuts an episode or biases the data toward early steps; the last
+observation's value bootstraps the advantages of episodes still running.
+
+Runner contract (every runner follows it): `init(key) -> state` and
+`step(state) -> (state, metrics)`, both pure, jittable and vmappable; `metrics` is a
+flat dict of scalars (`*_sum` entries are sums, to be divided by `episodes`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+from flax.training.train_state import TrainState
+
+from minimax.agents.ppo import PPOConfig, create_train_state, ppo_update
+from minimax.envs.environment import GenerateAutoReset
+from minimax.runners.rollout import EnvStream, collect_rollout, episode_metrics, ppo_batch, start_stream
+
+
+@struct.dataclass
+class DRState:
+    train_state: TrainState
+    stream: EnvStream
+    key: jax.Array
+    updates: jax.Array  # int32: PPO updates done
+
+
+class DRRunner:
+    def __init__(self, env, env_params, generator, model, ppo: PPOConfig, num_envs: int, num_steps: int):
+        self.env, self.env_params, self.model, self.ppo = env, env_params, model, ppo
+        self.num_envs, self.num_steps = int(num_envs), int(num_steps)
+        self.auto_reset = GenerateAutoReset(env, generator, self.num_envs)
+
+    @property
+    def env_steps_per_update(self) -> int:
+        return self.num_envs * self.num_steps
+
+    def init_params(self, key, obs) -> Any:
+        carry = self.model.initial_carry(self.num_envs)
+        reset = jnp.ones((1, self.num_envs), bool)
+        return self.model.init(key, carry, jax.tree.map(lambda x: x[None], obs), reset)
+
+    def init(self, key) -> DRState:
+        k_model, k_env, k_run = jax.random.split(key, 3)
+        obs, env_state = self.auto_reset.reset(k_env, self.env_params)
+        train_state = create_train_state(self.model.apply, self.init_params(k_model, obs), self.ppo)
+        stream = start_stream(env_state, obs, self.model.initial_carry(self.num_envs))
+        return DRState(train_state=train_state, stream=stream, key=k_run, updates=jnp.zeros((), jnp.int32))
+
+    def env_step(self, key, env_state, actions):
+        return self.auto_reset.step(key, env_state, actions, self.env_params)
+
+    def step(self, state: DRState):
+        key, k_rollout, k_update = jax.random.split(state.key, 3)
+        ts = state.train_state
+        rollout, stream = collect_rollout(k_rollout, ts.apply_fn, ts.params, self.env_step, state.stream,
+                                          self.num_steps)
+        batch = ppo_batch(rollout, self.ppo.gamma, self.ppo.gae_lambda)
+        ts, metrics = ppo_update(k_update, ts, batch, self.ppo)
+        metrics.update(episode_metrics(rollout))
+        metrics["env_steps"] = jnp.asarray(self.env_steps_per_update, jnp.int32)
+        metrics["gradient_updates"] = jnp.ones((), jnp.int32)
+        state = DRState(train_state=ts, stream=stream, key=key, updates=state.updates + 1)
+        return state, metrics

@@ -1,0 +1,107 @@
+"""Rollouts: one `lax.scan` of T policy-act -> env-step transitions over N envs.
+
+The envs' stream (state, current observation, recurrent carry, running episode
+return) persists across rollouts, so episodes continue from one update to the next
+and no episode is cut short by an update boundary. A rollout stores what PPO and the
+level-score functions need, time-major `[T, N]`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from minimax.agents.ppo import PPOBatch, compute_gae
+
+
+@struct.dataclass
+class EnvStream:
+    """Per-env state that persists across rollouts."""
+
+    env_state: Any
+    obs: Any                   # [N, ...] the observation to act on next
+    reset: jax.Array           # bool[N]: `obs` starts an episode (zero the carry first)
+    carry: Any                 # recurrent carry before `obs`
+    episode_return: jax.Array  # float32[N]: return of the episode in progress so far
+    episode_length: jax.Array  # int32[N]
+
+
+@struct.dataclass
+class Rollout:
+    obs: Any                 # [T, N, ...]
+    reset: jax.Array         # bool[T, N]
+    actions: jax.Array       # int32[T, N]
+    log_probs: jax.Array     # [T, N]
+    values: jax.Array        # [T, N]
+    rewards: jax.Array       # [T, N]
+    dones: jax.Array         # bool[T, N]: the episode ended with this transition
+    terminated: jax.Array    # bool[T, N]: ...by reaching the goal
+    truncated: jax.Array     # bool[T, N]: ...by the time limit
+    episode_returns: jax.Array  # [T, N]: the finished episode's return where `dones`, else 0
+    episode_lengths: jax.Array  # int32[T, N], likewise
+    init_carry: Any          # [N, ...] recurrent carry before step 0
+    last_value: jax.Array    # [N]: value of the observation after step T-1 (for GAE)
+
+
+def start_stream(env_state, obs, carry) -> EnvStream:
+    n = jax.tree.leaves(obs)[0].shape[0]
+    return EnvStream(env_state=env_state, obs=obs, reset=jnp.ones((n,), bool), carry=carry,
+                     episode_return=jnp.zeros((n,), jnp.float32), episode_length=jnp.zeros((n,), jnp.int32))
+
+
+def policy_step(key, apply_fn, params, carry, obs, reset, greedy: bool = False):
+    """Act on one batched observation: `(carry, action, log_prob, value, logits)`."""
+    add_time = lambda x: x[None]  # noqa: E731
+    carry, logits, value = apply_fn(params, carry, jax.tree.map(add_time, obs), reset[None])
+    logits, value = logits[0], value[0]
+    action = jnp.argmax(logits, -1) if greedy else jax.random.categorical(key, logits)
+    log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], axis=-1)[:, 0]
+    return carry, action.astype(jnp.int32), log_prob, value, logits
+
+
+def collect_rollout(key, apply_fn, params, env_step: Callable, stream: EnvStream, num_steps: int):
+    """Run `num_steps` transitions. `env_step(key, env_state, actions) -> (obs, env_state, reward, done, info)`
+    steps the whole batch with auto-reset. Returns `(rollout, stream)`."""
+
+    def step(stream: EnvStream, key):
+        k_act, k_env = jax.random.split(key)
+        carry, action, log_prob, value, _ = policy_step(k_act, apply_fn, params, stream.carry, stream.obs,
+                                                        stream.reset)
+        obs, env_state, reward, done, info = env_step(k_env, stream.env_state, action)
+        ep_return = stream.episode_return + reward
+        ep_length = stream.episode_length + 1
+        out = dict(obs=stream.obs, reset=stream.reset, actions=action, log_probs=log_prob, values=value,
+                   rewards=reward, dones=done, terminated=info["terminated"], truncated=info["truncated"],
+                   episode_returns=jnp.where(done, ep_return, 0.0),
+                   episode_lengths=jnp.where(done, ep_length, 0))
+        stream = EnvStream(env_state=env_state, obs=obs, reset=done, carry=carry,
+                           episode_return=jnp.where(done, 0.0, ep_return),
+                           episode_length=jnp.where(done, 0, ep_length))
+        return stream, out
+
+    init_carry = stream.carry
+    stream, out = jax.lax.scan(step, stream, jax.random.split(key, num_steps))
+    _, _, _, last_value, _ = policy_step(key, apply_fn, params, stream.carry, stream.obs, stream.reset)
+    return Rollout(**out, init_carry=init_carry, last_value=last_value), stream
+
+
+def ppo_batch(rollout: Rollout, gamma: float, gae_lambda: float) -> PPOBatch:
+    """GAE over the rollout and the batch PPO trains on."""
+    advantages, targets = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.last_value,
+                                      gamma, gae_lambda)
+    return PPOBatch(obs=rollout.obs, reset=rollout.reset, actions=rollout.actions, log_probs=rollout.log_probs,
+                    values=rollout.values, advantages=advantages, targets=targets, init_carry=rollout.init_carry)
+
+
+def episode_metrics(rollout: Rollout) -> dict:
+    """Sums over the episodes that finished in this rollout (divide by `episodes` over a log window)."""
+    done = rollout.dones
+    return {
+        "episodes": jnp.sum(done, dtype=jnp.int32),
+        "episode_return_sum": jnp.sum(rollout.episode_returns),
+        "episode_solved_sum": jnp.sum(rollout.terminated, dtype=jnp.int32),
+        "episode_length_sum": jnp.sum(rollout.episode_lengths, dtype=jnp.int32),
+    }
