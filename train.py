@@ -1,6 +1,6 @@
-"""The main job. Until the training loop lands it runs the AMaze demo: `python train.py --help`."""
+"""Train a student on AMaze: `python train.py` (domain randomisation), `python train.py --help`."""
 
-from minimax.demo import cli
+from minimax.train import main
 
 if __name__ == "__main__":
-    cli()
+    main()

@@ -36,6 +36,8 @@ class TrainConfig:
     """Train a student on AMaze with an autocurriculum (domain randomisation, PLR, ACCEL)."""
 
     # ---------------------------------------------------------------- run
+    preset: Literal["dr", "plr", "accel", "pplr", "paccel"] = "dr"
+    """Start from this method's published configuration; other options override single values."""
     method: Literal["dr", "plr", "robust_plr", "parallel_plr", "accel", "parallel_accel"] = "dr"
     """Autocurriculum: dr (domain randomisation), plr, robust_plr, parallel_plr, accel, parallel_accel."""
     seed: int = 0
@@ -272,15 +274,15 @@ _PLR = dict(buffer_size=4000, temperature=0.3, score_function="maxmc", score_tra
             min_fill_ratio=0.5, unique_levels=True)
 
 PRESETS: dict[str, TrainConfig] = {
-    "dr": TrainConfig(method="dr", lr=1e-4, gamma=0.995, gae_lambda=0.98, entropy_coef=1e-3, n_walls=60,
+    "dr": TrainConfig(preset="dr", method="dr", lr=1e-4, gamma=0.995, gae_lambda=0.98, entropy_coef=1e-3, n_walls=60,
                       **_SHARED),
-    "plr": TrainConfig(method="robust_plr", lr=3e-4, gamma=0.999, gae_lambda=0.98, entropy_coef=0.0, n_walls=60,
+    "plr": TrainConfig(preset="plr", method="robust_plr", lr=3e-4, gamma=0.999, gae_lambda=0.98, entropy_coef=0.0, n_walls=60,
                        replay_prob=0.5, staleness_coef=0.3, **_PLR, **_SHARED),
-    "accel": TrainConfig(method="accel", lr=3e-4, gamma=0.999, gae_lambda=0.98, entropy_coef=0.0, n_walls=0,
+    "accel": TrainConfig(preset="accel", method="accel", lr=3e-4, gamma=0.999, gae_lambda=0.98, entropy_coef=0.0, n_walls=0,
                          replay_prob=0.8, staleness_coef=0.5, n_mutations=20, **_PLR, **_SHARED),
-    "pplr": TrainConfig(method="parallel_plr", lr=3e-4, gamma=0.999, gae_lambda=0.95, entropy_coef=0.0,
+    "pplr": TrainConfig(preset="pplr", method="parallel_plr", lr=3e-4, gamma=0.999, gae_lambda=0.95, entropy_coef=0.0,
                         n_walls=60, replay_prob=1.0, staleness_coef=0.5, **_PLR, **_SHARED),
-    "paccel": TrainConfig(method="parallel_accel", lr=1e-4, gamma=0.999, gae_lambda=0.98, entropy_coef=1e-3,
+    "paccel": TrainConfig(preset="paccel", method="parallel_accel", lr=1e-4, gamma=0.999, gae_lambda=0.98, entropy_coef=1e-3,
                           n_walls=0, replay_prob=1.0, staleness_coef=0.5, n_mutations=20, **_PLR, **_SHARED),
 }
 """The minimax report's maze configurations (Tables 5 and 6), by preset name."""

@@ -148,7 +148,7 @@ def ppo_update(key, train_state: TrainState, batch: PPOBatch, cfg: PPOConfig):
         # One minibatch is the whole batch: skip the (order-only) gather.
         mb = batch if cfg.n_minibatches == 1 else minibatch(perm_slice)
         grads, stats = jax.grad(ppo_loss, has_aux=True)(train_state.params, train_state.apply_fn, mb, cfg)
-        stats["grad_norm"] = optax.global_norm(grads)
+        stats["grad_norm"] = optax.tree.norm(grads)
         stats["learning_rate"] = learning_rate_schedule(cfg)(train_state.step)
         return train_state.apply_gradients(grads=grads), stats
 

@@ -1,0 +1,100 @@
+"""Checkpoints of a whole run state with Orbax: atomic, the last few kept, checked on restore.
+
+A checkpoint holds the runner state (parameters, optimiser, RNG keys, env streams,
+recurrent carries, counters, level buffers: every array the next update reads) plus a
+small JSON record of host-side counters. Orbax writes each step to a temporary directory
+and renames it when complete, so a run killed mid-save leaves the previous checkpoint
+intact. Restoring checks the saved arrays against the shapes and dtypes the current
+config expects, and any failure is a `CheckpointError` naming the checkpoint, never a
+silent fresh start.
+
+Typed PRNG keys are stored as their raw `uint32` key data and re-wrapped on restore.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import orbax.checkpoint as ocp
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint is missing, corrupt, or does not fit the current config."""
+
+
+def _is_key(x) -> bool:
+    return hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
+def _to_storable(tree):
+    return jax.tree.map(lambda x: jax.random.key_data(x) if _is_key(x) else x, tree)
+
+
+def _abstract_storable(abstract_tree):
+    def convert(x):
+        if _is_key(x):
+            data = jax.eval_shape(jax.random.key_data, x)
+            return jax.ShapeDtypeStruct(data.shape, data.dtype)
+        return jax.ShapeDtypeStruct(x.shape, x.dtype)
+    return jax.tree.map(convert, abstract_tree)
+
+
+def _from_storable(tree, abstract_tree):
+    # Keys are made with the default implementation (threefry unless configured otherwise).
+    return jax.tree.map(lambda x, a: jax.random.wrap_key_data(x) if _is_key(a) else x, tree, abstract_tree)
+
+
+class Checkpointer:
+    """`save(step, state, meta)`, `latest_step()`, `restore(abstract_state, step) -> (state, meta)`."""
+
+    def __init__(self, directory, keep: int = 3):
+        self.directory = Path(directory).absolute()
+        self._manager = ocp.CheckpointManager(
+            self.directory,
+            options=ocp.CheckpointManagerOptions(max_to_keep=keep, create=True,
+                                                 enable_async_checkpointing=False))
+
+    def save(self, step: int, state, meta: dict) -> None:
+        self._manager.save(int(step), args=ocp.args.Composite(
+            state=ocp.args.StandardSave(_to_storable(state)), meta=ocp.args.JsonSave(meta)), force=True)
+        self._manager.wait_until_finished()
+
+    def steps(self) -> list[int]:
+        return sorted(self._manager.all_steps())
+
+    def latest_step(self) -> int | None:
+        steps = self.steps()
+        return steps[-1] if steps else None
+
+    def restore(self, abstract_state, step: int | None = None):
+        step = self.latest_step() if step is None else int(step)
+        if step is None:
+            raise CheckpointError(f"no checkpoint in {self.directory}")
+        if step not in self.steps():
+            raise CheckpointError(f"no checkpoint for step {step} in {self.directory} (have {self.steps()})")
+        where = self.directory / str(step)
+        target = _abstract_storable(abstract_state)
+        try:
+            restored = self._manager.restore(step, args=ocp.args.Composite(
+                state=ocp.args.StandardRestore(target), meta=ocp.args.JsonRestore()))
+        except Exception as e:  # orbax raises many types; all mean "cannot use this checkpoint"
+            raise CheckpointError(f"checkpoint {where} is corrupt or does not match this config: "
+                                  f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
+        state, meta = restored["state"], restored["meta"]
+        _check_matches(state, target, where)
+        return _from_storable(state, abstract_state), dict(meta or {})
+
+
+def _check_matches(state, target, where) -> None:
+    got, want = jax.tree.structure(state), jax.tree.structure(target)
+    if got != want:
+        raise CheckpointError(f"checkpoint {where} holds a different state structure than this config builds")
+    for path, (x, t) in zip(jax.tree_util.tree_flatten_with_path(target)[0],
+                            zip(jax.tree.leaves(state), jax.tree.leaves(target))):
+        if tuple(np.shape(x)) != tuple(t.shape) or np.dtype(x.dtype) != np.dtype(t.dtype):
+            name = jax.tree_util.keystr(path[0])
+            raise CheckpointError(f"checkpoint {where}: {name} has shape {tuple(np.shape(x))} {x.dtype}, "
+                                  f"this config expects {tuple(t.shape)} {t.dtype}")

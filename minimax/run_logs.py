@@ -1,0 +1,95 @@
+"""Run logs: one JSON object per line and the same rows as CSV, plus W&B when asked.
+
+Columns are fixed when the run starts (every metric the runner and evaluator report),
+so the CSV has one header and evaluation columns are blank on rows without an
+evaluation. On resume, rows past the restored checkpoint are dropped: the resumed
+run writes them again, identically, so the log never holds duplicates.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import netrc
+import os
+from pathlib import Path
+
+
+def _clean(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+class RunLogger:
+    def __init__(self, run_dir, columns: list[str], *, wandb_config: dict | None = None,
+                 wandb_project: str = "minimax", run_name: str = "", resume: bool = False):
+        self.run_dir = Path(run_dir)
+        self.columns = list(columns)
+        self.jsonl_path = self.run_dir / "metrics.jsonl"
+        self.csv_path = self.run_dir / "metrics.csv"
+        self._wandb = None
+        if wandb_config is not None:
+            self._wandb = _start_wandb(self.run_dir, wandb_project, run_name, wandb_config, resume)
+
+    def truncate_after(self, update: int) -> None:
+        """Drop rows logged after `update` (a run killed after its last checkpoint logged them)."""
+        if self.jsonl_path.exists():
+            rows = [json.loads(line) for line in self.jsonl_path.read_text().splitlines() if line.strip()]
+            rows = [r for r in rows if r.get("update", 0) <= update]
+            self.jsonl_path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+            self._write_csv(rows, mode="w")
+
+    def log(self, row: dict) -> None:
+        row = {k: _clean(v) for k, v in row.items()}
+        with self.jsonl_path.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        self._write_csv([row], mode="a")
+        if self._wandb is not None:
+            self._wandb.log({k: v for k, v in row.items() if v is not None}, step=int(row["update"]))
+
+    def _write_csv(self, rows, mode):
+        new_file = mode == "w" or not self.csv_path.exists()
+        with self.csv_path.open(mode, newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=self.columns, extrasaction="ignore", restval="")
+            if new_file:
+                writer.writeheader()
+            writer.writerows([{k: ("" if v is None else v) for k, v in r.items()} for r in rows])
+
+    def close(self) -> None:
+        if self._wandb is not None:
+            self._wandb.finish()
+
+
+def read_rows(run_dir) -> list[dict]:
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _logged_in() -> bool:
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    try:
+        return netrc.netrc().authenticators("api.wandb.ai") is not None
+    except (FileNotFoundError, netrc.NetrcParseError):
+        return False
+
+
+def _start_wandb(run_dir: Path, project: str, run_name: str, config: dict, resume: bool):
+    """W&B run: online only with a login, else offline; no system metadata, code, git or env capture."""
+    import wandb  # noqa: PLC0415 (optional at runtime: imported only when asked for)
+
+    id_file = run_dir / "wandb_id.txt"
+    if resume and id_file.exists():
+        run_id = id_file.read_text().strip()
+    else:
+        run_id = wandb.util.generate_id()
+        id_file.write_text(run_id + "\n")
+    settings = wandb.Settings(x_disable_stats=True, x_disable_meta=True, x_disable_machine_info=True,
+                              save_code=False, disable_git=True, disable_code=True, disable_job_creation=True,
+                              console="off")
+    return wandb.init(project=project, name=run_name, id=run_id, resume="allow", dir=str(run_dir),
+                      config=config, mode="online" if _logged_in() else "offline", settings=settings)
