@@ -13,6 +13,7 @@ import json
 import math
 import netrc
 import os
+import secrets
 from pathlib import Path
 
 
@@ -86,7 +87,7 @@ def _start_wandb(run_dir: Path, project: str, run_name: str, config: dict, resum
     if resume and id_file.exists():
         run_id = id_file.read_text().strip()
     else:
-        run_id = wandb.util.generate_id()
+        run_id = secrets.token_hex(4)
         id_file.write_text(run_id + "\n")
     settings = wandb.Settings(x_disable_stats=True, x_disable_meta=True, x_disable_machine_info=True,
                               save_code=False, disable_git=True, disable_code=True, disable_job_creation=True,

@@ -1,0 +1,215 @@
+"""The experiment loop: determinism, resume, checkpoints, logs, the CLI and the presets."""
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from minimax.checkpoint import CheckpointError, Checkpointer
+from minimax.config import PRESETS, ConfigError, TrainConfig
+from minimax.run_logs import read_rows
+from minimax.train import RunError, build_runner, main, make_chunk, parse_config, train
+
+# One small config shared by these tests, so they compile few programs.
+TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_actions=3, recurrent_size=16,
+            num_envs=8, num_steps=16, n_epochs=2, lr=3e-3, num_updates=20, log_every=5, eval_every=10,
+            checkpoint_every=10, eval_episodes=2, progress=False)
+
+
+def tiny(tmp_path, **overrides) -> TrainConfig:
+    return TrainConfig(**{**TINY, "out_dir": str(tmp_path), **overrides})
+
+
+def without_timing(rows):
+    return [{k: v for k, v in r.items() if k not in ("time_s", "sps")} for r in rows]
+
+
+@pytest.fixture(scope="module")
+def reference_run(tmp_path_factory):
+    """One uninterrupted run that several tests compare against."""
+    cfg = tiny(tmp_path_factory.mktemp("runs"), run_name="reference")
+    train(cfg)
+    return cfg
+
+
+def test_a_run_writes_config_logs_evaluations_and_checkpoints(reference_run):
+    run_dir = reference_run.run_dir
+    assert TrainConfig.load(run_dir / "config.json") == reference_run
+    rows = read_rows(run_dir)
+    assert [r["update"] for r in rows] == [5, 10, 15, 20]
+    assert [r["env_steps"] for r in rows] == [5 * 8 * 16 * k for k in (1, 2, 3, 4)]
+    evaluated = [r["update"] for r in rows if "eval/mean_solved_rate" in r]
+    assert evaluated == [10, 20]
+    for name in ("SixteenRooms", "Labyrinth", "StandardMaze"):
+        assert 0.0 <= rows[1][f"eval/{name}/solved_rate"] <= 1.0
+    for key in ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "explained_variance",
+                "grad_norm", "learning_rate", "train/return", "sps"):
+        assert key in rows[0], key
+    csv_lines = (run_dir / "metrics.csv").read_text().splitlines()
+    header = csv_lines[0].split(",")
+    assert len(csv_lines) == 5 and "eval/SixteenRooms/return" in header and "update" in header
+    assert Checkpointer(run_dir / "checkpoints").steps() == [10, 20]
+
+
+def test_same_seed_gives_the_same_metrics(reference_run, tmp_path):
+    train(dataclasses.replace(reference_run, out_dir=str(tmp_path)))
+    again = read_rows(tmp_path / "reference")
+    assert without_timing(again) == without_timing(read_rows(reference_run.run_dir))
+    other = tiny(tmp_path, run_name="other-seed", seed=1, num_updates=5, eval_every=0)
+    train(other)
+    assert without_timing(read_rows(other.run_dir))[0] != without_timing(read_rows(reference_run.run_dir))[0]
+
+
+def test_resume_after_a_kill_equals_the_uninterrupted_run(reference_run, tmp_path):
+    cfg = dataclasses.replace(reference_run, out_dir=str(tmp_path))
+    train(cfg)
+    # Simulate a kill after update 15 was logged but before the checkpoint at 20 was written.
+    rows = (cfg.run_dir / "metrics.jsonl").read_text().splitlines()
+    (cfg.run_dir / "metrics.jsonl").write_text("\n".join(rows[:3]) + "\n")
+    import shutil
+    shutil.rmtree(cfg.run_dir / "checkpoints" / "20")
+    main(["--resume", "--out-dir", str(tmp_path), "--run-name", "reference", "--no-progress"])
+    assert without_timing(read_rows(cfg.run_dir)) == without_timing(read_rows(reference_run.run_dir))
+    csv_rows = (cfg.run_dir / "metrics.csv").read_text().splitlines()
+    assert len(csv_rows) == 5  # header + 4, no duplicates
+    runner = build_runner(cfg)
+    abstract = jax.eval_shape(runner.init, jax.random.key(0))
+    resumed, _ = Checkpointer(cfg.run_dir / "checkpoints").restore(abstract, 20)
+    original, _ = Checkpointer(reference_run.run_dir / "checkpoints").restore(abstract, 20)
+    jax.tree.map(np.testing.assert_array_equal, jax.random.key_data(resumed.key), jax.random.key_data(original.key))
+    jax.tree.map(np.testing.assert_array_equal, resumed.train_state.params, original.train_state.params)
+
+
+def test_resume_rejects_corrupt_and_incompatible_checkpoints(reference_run, tmp_path):
+    cfg = dataclasses.replace(reference_run, out_dir=str(tmp_path), num_updates=10, eval_every=0)
+    train(cfg)
+    # Incompatible: the saved config now asks for a bigger network than the checkpoint holds.
+    saved = json.loads((cfg.run_dir / "config.json").read_text())
+    (cfg.run_dir / "config.json").write_text(json.dumps({**saved, "recurrent_size": 32}))
+    with pytest.raises(CheckpointError, match="checkpoint .*10"):
+        train(dataclasses.replace(cfg, recurrent_size=32, resume=True, num_updates=20))
+    (cfg.run_dir / "config.json").write_text(json.dumps(saved))
+    # Corrupt: garble every data file of the saved state.
+    for path in (cfg.run_dir / "checkpoints" / "10" / "state").rglob("*"):
+        if path.is_file() and path.parent.name == "d":
+            path.write_bytes(b"garbage")
+    with pytest.raises(CheckpointError, match="corrupt"):
+        train(dataclasses.replace(cfg, resume=True, num_updates=20))
+
+
+def test_runs_refuse_to_overwrite_or_to_resume_nothing(tmp_path, reference_run):
+    cfg = dataclasses.replace(reference_run, out_dir=str(tmp_path), run_name="x")
+    cfg.run_dir.mkdir(parents=True)
+    (cfg.run_dir / "metrics.jsonl").write_text("{}\n")
+    with pytest.raises(RunError, match="already exists"):
+        train(cfg)
+    cfg.save(cfg.run_dir / "config.json")
+    with pytest.raises(RunError, match="no checkpoint"):
+        train(dataclasses.replace(cfg, resume=True))
+    with pytest.raises(RunError, match="no run to resume"):
+        parse_config(["--resume", "--out-dir", str(tmp_path), "--run-name", "missing"])
+
+
+def test_a_chunk_compiles_once_and_the_state_has_no_weak_types(tmp_path):
+    cfg = tiny(tmp_path)
+    runner = build_runner(cfg)
+    state = jax.jit(runner.init)(jax.random.key(0))
+    weak = [jax.tree_util.keystr(p) for p, x in jax.tree_util.tree_flatten_with_path(state)[0]
+            if getattr(x, "weak_type", False)]
+    assert weak == []
+    chunk = jax.jit(make_chunk(runner, 2))
+    state, _ = chunk(state)
+    state, _ = chunk(state)
+    assert chunk._cache_size() == 1
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--lr", "-1"], "--lr must be > 0"),
+    (["--n-minibatches", "3"], "--n-minibatches (3) must divide --num-envs (32)"),
+    (["--eval-every", "15"], "--eval-every (15) must be a multiple of --log-every (10)"),
+    (["--gamma", "1.5"], "--gamma must be in [0, 1]"),
+    (["--eval-suite", "NoSuchMaze"], "unknown maze 'NoSuchMaze'"),
+    (["--agent-view-size", "4"], "--agent-view-size must be an odd int"),
+    (["--n-walls", "200"], "--n-walls must be <= 167"),
+    (["--method", "paired"], "--method"),
+    (["--bogus-option", "1"], "--bogus-option"),
+])
+def test_cli_rejects_bad_values_naming_the_option(args, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)
+    assert exit_info.value.code == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert message in err.replace("│", " ").replace("  ", " ") or message in " ".join(err.replace("│", " ").split())
+
+
+def test_cli_rejects_an_unknown_preset_and_resume_changes_that_alter_the_run(reference_run, capsys):
+    with pytest.raises(SystemExit):
+        main(["--preset", "nope"])
+    assert "error: --preset must be one of dr, plr, accel, pplr, paccel, got 'nope'" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match=r"--lr \(saved 0.003, given 0.1\)"):
+        parse_config(["--resume", "--out-dir", reference_run.out_dir, "--run-name", "reference", "--lr", "0.1"])
+    # Extending a run is allowed.
+    cfg = parse_config(["--resume", "--out-dir", reference_run.out_dir, "--run-name", "reference",
+                        "--num-updates", "40"])
+    assert cfg.num_updates == 40 and cfg.resume and cfg.lr == reference_run.lr
+
+
+def test_presets_match_the_published_tables():
+    table = {  # lr, gamma, gae lambda, entropy, walls, replay prob, staleness, method
+        "dr": (1e-4, 0.995, 0.98, 1e-3, 60, None, None, "dr"),
+        "plr": (3e-4, 0.999, 0.98, 0.0, 60, 0.5, 0.3, "robust_plr"),
+        "accel": (3e-4, 0.999, 0.98, 0.0, 0, 0.8, 0.5, "accel"),
+        "pplr": (3e-4, 0.999, 0.95, 0.0, 60, 1.0, 0.5, "parallel_plr"),
+        "paccel": (1e-4, 0.999, 0.98, 1e-3, 0, 1.0, 0.5, "parallel_accel"),
+    }
+    for name, (lr, gamma, lam, ent, walls, replay, staleness, method) in table.items():
+        cfg = parse_config(["--preset", name])
+        assert cfg == PRESETS[name]
+        assert (cfg.lr, cfg.gamma, cfg.gae_lambda, cfg.entropy_coef, cfg.n_walls, cfg.method) == (
+            lr, gamma, lam, ent, walls, method)
+        assert (cfg.num_updates, cfg.num_envs, cfg.num_steps, cfg.n_epochs, cfg.n_minibatches) == (30000, 32, 256, 5, 1)
+        assert (cfg.clip_eps, cfg.clip_value, cfg.max_grad_norm, cfg.recurrent_cell, cfg.recurrent_size) == (
+            0.2, True, 0.5, "lstm", 256)
+        assert (cfg.maze_height, cfg.maze_width, cfg.max_episode_steps, cfg.normalize_obs) == (13, 13, 250, True)
+        assert (cfg.eval_every, cfg.eval_suite, cfg.eval_episodes, cfg.checkpoint_every) == (
+            100, "validation", 10, 1000)
+        if replay is not None:
+            assert (cfg.replay_prob, cfg.staleness_coef, cfg.buffer_size, cfg.temperature) == (
+                replay, staleness, 4000, 0.3)
+            assert (cfg.score_function, cfg.score_transform, cfg.min_fill_ratio, cfg.unique_levels) == (
+                "maxmc", "rank", 0.5, True)
+        if method in ("accel", "parallel_accel"):
+            assert cfg.n_mutations == 20
+    # A preset plus an override.
+    assert parse_config(["--preset", "accel", "--lr", "1e-3"]).lr == 1e-3
+
+
+def test_config_round_trips_through_json(tmp_path):
+    cfg = PRESETS["paccel"]
+    cfg.save(tmp_path / "c.json")
+    assert TrainConfig.load(tmp_path / "c.json") == cfg
+    (tmp_path / "bad.json").write_text(json.dumps({**cfg.to_dict(), "learning_rate": 1}))
+    with pytest.raises(ConfigError, match="unknown config option"):
+        TrainConfig.load(tmp_path / "bad.json")
+
+
+def test_wandb_logs_offline_without_environment_variables(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIMAX_TEST_SECRET", "s3cr3t-value-8841")
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    cfg = tiny(tmp_path, run_name="wb", num_updates=5, eval_every=0, checkpoint_every=0, wandb=True)
+    train(cfg)
+    runs = list((cfg.run_dir / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1
+    for path in cfg.run_dir.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert b"s3cr3t-value-8841" not in data and b"MINIMAX_TEST_SECRET" not in data, path
