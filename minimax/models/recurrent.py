@@ -1,11 +1,11 @@
 """Recurrent cores that run a whole sequence with episode resets.
 
-Why not `flax.linen.LSTMCell` under `nn.scan`: a cell computes its input projection
-inside the time loop, one small matmul per step. Here the input projection of every
-time step is one large matmul before the loop, and only the hidden-to-hidden product
-stays sequential, which is what makes a 256-step, 5-epoch PPO update cheap on CPU.
-The parameters are the same as flax's cells (LSTM: input kernel without bias, hidden
-kernel with bias; 4 * (F*H + H*H + H) parameters).
+Why not `flax.linen.LSTMCell` under `nn.scan`: autodiff of a scan accumulates each
+weight gradient with one small matmul per time step inside the reverse loop. The LSTM
+here has a hand-written backward pass (`lstm_sequence`) that keeps only the
+hidden-to-hidden product in the loop and computes weight gradients as single large
+matmuls, about 1.3x faster for the 256-step, 5-epoch PPO update on CPU. The parameters
+are the same as flax's cells (LSTM: 4 * (F*H + H*H + H)).
 
 Episode boundaries: `reset[t]` is true when step t starts a new episode; the carry is
 zeroed *before* step t is processed, so the output at t equals a fresh run's.
@@ -18,8 +18,74 @@ import jax
 import jax.numpy as jnp
 
 
-def _zero_where(reset, carry):
-    return jax.tree.map(lambda c: jnp.where(reset[:, None], jnp.zeros_like(c), c), carry)
+def _sigmoid(x):
+    """The logistic function through one tanh: on XLA:CPU about twice as fast as `exp`-based
+    `jax.nn.sigmoid`, and equal to it within float rounding."""
+    return 0.5 + 0.5 * jnp.tanh(0.5 * x)
+
+
+def _lstm_cell(w_in, w_h, b, x, reset, c, h):
+    """One step; returns the (reset) incoming carry, the gate activations, and the new carry."""
+    keep = ~reset[:, None]
+    c, h = jnp.where(keep, c, 0.0), jnp.where(keep, h, 0.0)
+    gates = x @ w_in + h @ w_h + b
+    n = c.shape[-1]
+    i, f, g, o = _sigmoid(gates[:, :n]), _sigmoid(gates[:, n:2 * n]), jnp.tanh(gates[:, 2 * n:3 * n]), \
+        _sigmoid(gates[:, 3 * n:])
+    c_new = f * c + i * g
+    tanh_c = jnp.tanh(c_new)
+    return (c, h), (i, f, g, o, tanh_c), (c_new, o * tanh_c)
+
+
+@jax.custom_vjp
+def lstm_sequence(w_in, w_h, b, xs, reset, carry):
+    """`((c, h), hs[T, N, H])`: an LSTM over `xs[T, N, F]`, zeroing the carry where `reset`.
+
+    Gates are ordered (i, f, g, o): `x @ w_in + h @ w_h + b`. The hand-written backward pass
+    below keeps only the hidden-to-hidden product inside the reverse loop and computes every
+    weight gradient as one large matmul afterwards (autodiff of a scan accumulates them one
+    small matmul per step); it is checked against autodiff in the tests.
+    """
+    def step(carry, inputs):
+        x, r = inputs
+        _, _, carry = _lstm_cell(w_in, w_h, b, x, r, *carry)
+        return carry, carry[1]
+    return jax.lax.scan(step, carry, (xs, reset))
+
+
+def _lstm_forward(w_in, w_h, b, xs, reset, carry):
+    def step(carry, inputs):
+        x, r = inputs
+        (c_prev, h_prev), gates, carry = _lstm_cell(w_in, w_h, b, x, r, *carry)
+        return carry, (carry[1], (c_prev, h_prev) + gates)
+    carry, (hs, saved) = jax.lax.scan(step, carry, (xs, reset))
+    return (carry, hs), (w_in, w_h, xs, reset, saved)
+
+
+def _lstm_backward(residuals, cotangents):
+    w_in, w_h, xs, reset, saved = residuals
+    (dc_last, dh_last), dhs = cotangents
+    w_h_t = jnp.transpose(w_h)
+
+    def step(carry, inputs):
+        dc_next, dh_next = carry
+        dh_out, r, c_prev, _, i, f, g, o, tanh_c = inputs
+        dh = dh_out + dh_next
+        dc = dc_next + dh * o * (1.0 - tanh_c * tanh_c)
+        dgates = jnp.concatenate([dc * g * i * (1.0 - i), dc * c_prev * f * (1.0 - f),
+                                  dc * i * (1.0 - g * g), dh * tanh_c * o * (1.0 - o)], axis=-1)
+        keep = ~r[:, None]  # a reset cut the carry: nothing flows to earlier steps
+        return (jnp.where(keep, dc * f, 0.0), jnp.where(keep, dgates @ w_h_t, 0.0)), dgates
+
+    d_carry, dgates = jax.lax.scan(step, (dc_last, dh_last), (dhs, reset) + saved, reverse=True)
+    h_prev = saved[1]
+    d_w_in = jnp.einsum("tnf,tng->fg", xs, dgates)
+    d_w_h = jnp.einsum("tnh,tng->hg", h_prev, dgates)
+    d_xs = jnp.einsum("tng,fg->tnf", dgates, w_in)
+    return d_w_in, d_w_h, dgates.sum((0, 1)), d_xs, None, d_carry
+
+
+lstm_sequence.defvjp(_lstm_forward, _lstm_backward)
 
 
 class LSTM(nn.Module):
@@ -38,18 +104,7 @@ class LSTM(nn.Module):
         w_in = self.param("input_kernel", nn.initializers.orthogonal(), (x.shape[-1], 4 * h_size))
         w_h = self.param("hidden_kernel", nn.initializers.orthogonal(), (h_size, 4 * h_size))
         b = self.param("bias", nn.initializers.zeros, (4 * h_size,))
-        x_proj = jnp.einsum("tnf,fg->tng", x, w_in) + b  # all time steps at once
-
-        def step(carry, inputs):
-            xp, r = inputs
-            c, h = _zero_where(r, carry)
-            gates = xp + h @ w_h
-            i, f, g, o = jnp.split(gates, 4, axis=-1)
-            c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
-            h = jax.nn.sigmoid(o) * jnp.tanh(c)
-            return (c, h), h
-
-        return jax.lax.scan(step, carry, (x_proj, reset))
+        return lstm_sequence(w_in, w_h, b, x, reset, carry)
 
 
 class GRU(nn.Module):
