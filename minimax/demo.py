@@ -1,6 +1,6 @@
 """AMaze demo: random agents in both reset modes, level statistics, renders and a GIF.
 
-What `python train.py` runs until the training loop lands: it exercises every part of
+`python -m minimax.demo`: it exercises every part of
 the environment a trainer will use and writes pictures a person can look at.
 """
 
@@ -137,3 +137,7 @@ def main(cfg: DemoConfig) -> dict:
 
 def cli() -> None:
     main(tyro.cli(DemoConfig))
+
+
+if __name__ == "__main__":
+    cli()
