@@ -137,8 +137,8 @@ def prepare_run_dir(cfg: TrainConfig):
 
 def train(cfg: TrainConfig) -> dict:
     """Run (or resume) the experiment `cfg` describes; returns the last log row."""
+    runner = build_runner(cfg)  # first: an unavailable method must not leave a run directory behind
     run_dir = prepare_run_dir(cfg)
-    runner = build_runner(cfg)
     evaluator = (SuiteEvaluator(make_model(cfg), cfg.eval_suite, cfg.eval_episodes, cfg.eval_greedy,
                                 **obs_options(cfg)) if cfg.eval_every else None)
     key_init, key_eval = jax.random.split(jax.random.key(cfg.seed))
