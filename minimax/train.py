@@ -151,8 +151,6 @@ def train(cfg: TrainConfig) -> dict:
                            f"(with --overwrite)")
         state, meta = checkpoints.restore(abstract)
         update, cycles, env_steps = int(meta["update"]), int(meta["cycles"]), int(meta["env_steps"])
-        if update % cfg.log_every:
-            raise CheckpointError(f"checkpoint at update {update} is not on a --log-every ({cfg.log_every}) boundary")
     else:
         state = jax.jit(runner.init)(key_init)
         update = cycles = env_steps = 0
