@@ -43,15 +43,14 @@ class RunError(RuntimeError):
 # --------------------------------------------------------------------------- building blocks
 
 
-def env_params(cfg: TrainConfig) -> MazeParams:
-    return MazeParams(height=cfg.maze_height, width=cfg.maze_width, max_steps=cfg.max_episode_steps,
-                      n_actions=cfg.n_actions, agent_view_size=cfg.agent_view_size,
-                      normalize_obs=cfg.normalize_obs)
-
-
 def obs_options(cfg: TrainConfig) -> dict:
     """Observation settings evaluation envs must share with training envs."""
     return dict(n_actions=cfg.n_actions, agent_view_size=cfg.agent_view_size, normalize_obs=cfg.normalize_obs)
+
+
+def env_params(cfg: TrainConfig) -> MazeParams:
+    return MazeParams(height=cfg.maze_height, width=cfg.maze_width, max_steps=cfg.max_episode_steps,
+                      **obs_options(cfg))
 
 
 def make_model(cfg: TrainConfig) -> MazeActorCritic:

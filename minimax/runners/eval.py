@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from minimax.envs.maze.env import AMaze
-from minimax.envs.maze.ood import SUITES, get_maze
+from minimax.envs.maze.ood import get_suite
 from minimax.runners.rollout import policy_step
 
 
@@ -49,9 +49,8 @@ def evaluate_levels(key, apply_fn, params, initial_carry, env, env_params, level
 
 
 def suite_names(suite: str) -> list[str]:
-    """A suite name from `SUITES`, or comma-separated maze names."""
-    names = SUITES.get(suite) or [s.strip() for s in suite.split(",") if s.strip()]
-    return [get_maze(n).name for n in names]
+    """Canonical names of the mazes of a suite name or comma-separated maze names."""
+    return [maze.name for maze in get_suite(suite)]
 
 
 class SuiteEvaluator:
@@ -59,7 +58,7 @@ class SuiteEvaluator:
 
     def __init__(self, model, suite: str, episodes: int, greedy: bool = False, **obs_options):
         self.model, self.episodes, self.greedy = model, int(episodes), bool(greedy)
-        self.mazes = [get_maze(n) for n in suite_names(suite)]
+        self.mazes = get_suite(suite)
         self.env = AMaze()
         groups = defaultdict(list)
         for maze in self.mazes:

@@ -345,8 +345,14 @@ def get_maze(name: str) -> OODMaze:
     return maze
 
 
-def get_suite(names: str | Iterable[str]) -> list[OODMaze]:
-    """Mazes from a suite name (see `SUITES`), a single maze name, or a list of names."""
+def suite_maze_names(names: str | Iterable[str]) -> list[str]:
+    """The maze names a suite spec means: a suite name (see `SUITES`), comma-separated maze
+    names, or a list of names (not checked: `get_suite` resolves them)."""
     if isinstance(names, str):
-        names = SUITES.get(names, [names])
-    return [get_maze(name) for name in names]
+        names = SUITES.get(names) or [n.strip() for n in names.split(",") if n.strip()]
+    return list(names)
+
+
+def get_suite(names: str | Iterable[str]) -> list[OODMaze]:
+    """Mazes from a suite name (see `SUITES`), comma-separated maze names, or a list of names."""
+    return [get_maze(name) for name in suite_maze_names(names)]
