@@ -38,7 +38,8 @@ class TrainConfig:
     preset: Literal["dr", "plr", "accel", "pplr", "paccel"] = "dr"
     """Start from this method's published configuration; other options override single values."""
     method: Literal["dr", "plr", "robust_plr", "parallel_plr", "accel", "parallel_accel"] = "dr"
-    """Autocurriculum: dr (domain randomisation), plr, robust_plr, parallel_plr, accel, parallel_accel."""
+    """Autocurriculum: dr (domain randomisation), plr, robust_plr, parallel_plr, accel, parallel_accel
+    (the PLR-family runners are not available yet: their configs validate, training refuses to start)."""
     seed: int = 0
     """Random seed: the same seed and config give the same run, number for number (on one backend)."""
     run_name: str = ""
