@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 from typing import Literal
 
-METHODS = ("dr", "plr", "robust_plr", "parallel_plr", "accel", "parallel_accel")
-PLR_METHODS = ("plr", "robust_plr", "parallel_plr", "accel", "parallel_accel")
-MUTATION_METHODS = ("accel", "parallel_accel")
-SCORE_FUNCTIONS = ("maxmc", "pvl", "l1_value_loss", "gae", "policy_entropy", "least_confidence",
-                   "min_margin", "one_step_td", "learnability")
-SCORE_TRANSFORMS = ("rank", "power", "softmax", "eps_greedy", "top_k")
+from minimax.curricula.level_buffer import SCORE_TRANSFORMS, STALENESS_TRANSFORMS
+from minimax.curricula.scores import SCORE_FUNCTIONS
+from minimax.curricula.training_set import REPLAY_SCHEDULES
+from minimax.runners.plr import MUTATION_METHODS, PLR_METHODS
+
+METHODS = ("dr",) + PLR_METHODS
+MUTATORS = ("minimax", "four_edit")
 
 
 class ConfigError(ValueError):
@@ -38,8 +40,7 @@ class TrainConfig:
     preset: Literal["dr", "plr", "accel", "pplr", "paccel"] = "dr"
     """Start from this method's published configuration; other options override single values."""
     method: Literal["dr", "plr", "robust_plr", "parallel_plr", "accel", "parallel_accel"] = "dr"
-    """Autocurriculum: dr (domain randomisation), plr, robust_plr, parallel_plr, accel, parallel_accel
-    (the PLR-family runners are not available yet: their configs validate, training refuses to start)."""
+    """Autocurriculum: dr (domain randomisation), plr, robust_plr, parallel_plr, accel, parallel_accel."""
     seed: int = 0
     """Random seed: the same seed and config give the same run, number for number (on one backend)."""
     run_name: str = ""
@@ -144,15 +145,35 @@ class TrainConfig:
     """Temperature beta of the score transform."""
     score_function: Literal["maxmc", "pvl", "l1_value_loss", "gae", "policy_entropy", "least_confidence",
                             "min_margin", "one_step_td", "learnability"] = "maxmc"
-    """Level score (PLR family)."""
+    """Level score (PLR family): see minimax/curricula/scores.py."""
     score_transform: Literal["rank", "power", "softmax", "eps_greedy", "top_k"] = "rank"
-    """Score-to-weight transform (PLR family)."""
+    """Score-to-weight transform of the replay distribution (PLR family)."""
+    score_alpha: float = 1.0
+    """Score update on replay: new = (1 - alpha) * old + alpha * observed (1 replaces)."""
+    staleness_transform: Literal["power", "rank", "softmax"] = "power"
+    """Staleness-to-weight transform (power with temperature 1 is PLR eq. 3)."""
+    staleness_temperature: float = 1.0
+    """Temperature of the staleness transform."""
+    greedy_eps: float = 0.05
+    """Exploration mass of --score-transform eps_greedy."""
+    top_k: int = 32
+    """Levels sampled uniformly by --score-transform top_k."""
     min_fill_ratio: float = 0.5
     """Replay only once this fraction of the buffer is filled."""
     unique_levels: bool = True
-    """Keep only distinct levels in the buffer."""
+    """Keep only distinct levels in the buffer (a duplicate updates the stored entry)."""
+    replay_with_replacement: bool = True
+    """Sample the replay batch with replacement (else distinct levels, Gumbel top-k)."""
+    train_levels: int = 0
+    """> 0: train on this many fixed level seeds (the PLR paper's finite training set); 0 = unlimited."""
+    replay_schedule: Literal["fixed", "proportionate"] = "fixed"
+    """With --train-levels: replay with --replay-prob (fixed) or with the fraction of seeds seen."""
+    mutator: Literal["minimax", "four_edit"] = "minimax"
+    """ACCEL edit: minimax (nothing / flip a wall / move the goal) or four_edit (add, remove wall, move agent, goal)."""
     n_mutations: int = 20
     """Edits per mutation (ACCEL)."""
+    mutation_subsample: int = 0
+    """ACCEL: mutate only the q highest-scoring replayed levels, tiled over the envs (0 = all of them)."""
 
     def __post_init__(self):
         problems = list(_problems(self))
@@ -210,6 +231,10 @@ def _problems(c: TrainConfig):
         yield f"--score-function must be one of {', '.join(SCORE_FUNCTIONS)}, got {c.score_function!r}"
     if c.score_transform not in SCORE_TRANSFORMS:
         yield f"--score-transform must be one of {', '.join(SCORE_TRANSFORMS)}, got {c.score_transform!r}"
+    for n, options in (("staleness_transform", STALENESS_TRANSFORMS), ("replay_schedule", REPLAY_SCHEDULES),
+                       ("mutator", MUTATORS)):
+        if getattr(c, n) not in options:
+            yield f"{flag(n)} must be one of {', '.join(options)}, got {getattr(c, n)!r}"
     if c.recurrent_cell not in ("lstm", "gru"):
         yield f"--recurrent-cell must be lstm or gru, got {c.recurrent_cell!r}"
     if c.n_actions not in (3, 7):
@@ -244,6 +269,25 @@ def _problems(c: TrainConfig):
         yield f"--buffer-size must be >= 2 for {c.method}, got {c.buffer_size}"
     if c.method in MUTATION_METHODS and c.n_mutations < 1:
         yield f"--n-mutations must be >= 1 for {c.method}, got {c.n_mutations}"
+    for n in ("train_levels", "mutation_subsample"):
+        if not (isinstance(getattr(c, n), int) and getattr(c, n) >= 0):
+            yield f"{flag(n)} must be an int >= 0, got {getattr(c, n)!r}"
+    yield from positive("staleness_temperature", "top_k")
+    yield from in_unit("greedy_eps")
+    if not 0 < c.score_alpha <= 1:
+        yield f"--score-alpha must be in (0, 1], got {c.score_alpha!r}"
+    if c.method in PLR_METHODS:
+        ready_at = math.ceil(c.min_fill_ratio * c.buffer_size)
+        if c.method in ("robust_plr", "accel") and c.replay_prob <= 0 and not c.train_levels:
+            yield f"--replay-prob must be > 0 for {c.method} (it trains only on replays), got {c.replay_prob}"
+        if c.train_levels and ready_at > c.train_levels:
+            yield (f"--train-levels ({c.train_levels}) cannot fill --min-fill-ratio x --buffer-size "
+                   f"({c.min_fill_ratio} x {c.buffer_size}) levels: replay would never start")
+        if not c.replay_with_replacement and max(ready_at, 1) < c.num_envs:
+            yield (f"--no-replay-with-replacement needs --min-fill-ratio x --buffer-size >= --num-envs "
+                   f"({c.min_fill_ratio} x {c.buffer_size} < {c.num_envs}): not enough distinct levels to sample")
+    if c.method in MUTATION_METHODS and c.mutation_subsample > c.num_envs:
+        yield f"--mutation-subsample ({c.mutation_subsample}) must be <= --num-envs ({c.num_envs})"
     if not c.eval_suite.strip():
         yield "--eval-suite must name a suite or mazes"
     else:
@@ -271,10 +315,10 @@ PRESETS: dict[str, TrainConfig] = {
     "plr": TrainConfig(preset="plr", method="robust_plr", lr=3e-4, gamma=0.999, gae_lambda=0.98, entropy_coef=0.0, n_walls=60,
                        replay_prob=0.5, staleness_coef=0.3, **_PLR, **_SHARED),
     "accel": TrainConfig(preset="accel", method="accel", lr=3e-4, gamma=0.999, gae_lambda=0.98, entropy_coef=0.0, n_walls=0,
-                         replay_prob=0.8, staleness_coef=0.5, n_mutations=20, **_PLR, **_SHARED),
+                         replay_prob=0.8, staleness_coef=0.5, n_mutations=20, mutation_subsample=4, **_PLR, **_SHARED),
     "pplr": TrainConfig(preset="pplr", method="parallel_plr", lr=3e-4, gamma=0.999, gae_lambda=0.95, entropy_coef=0.0,
                         n_walls=60, replay_prob=1.0, staleness_coef=0.5, **_PLR, **_SHARED),
     "paccel": TrainConfig(preset="paccel", method="parallel_accel", lr=1e-4, gamma=0.999, gae_lambda=0.98, entropy_coef=1e-3,
-                          n_walls=0, replay_prob=1.0, staleness_coef=0.5, n_mutations=20, **_PLR, **_SHARED),
+                          n_walls=0, replay_prob=1.0, staleness_coef=0.5, n_mutations=20, mutation_subsample=4, **_PLR, **_SHARED),
 }
 """The minimax report's maze configurations (Tables 5 and 6), by preset name."""

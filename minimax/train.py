@@ -24,11 +24,15 @@ import tyro
 
 from minimax.agents.ppo import PPOConfig
 from minimax.checkpoint import Checkpointer, CheckpointError
-from minimax.config import PRESETS, ConfigError, TrainConfig, flag
+from minimax.config import MUTATION_METHODS, PRESETS, ConfigError, TrainConfig, flag
+from minimax.curricula.level_buffer import BufferConfig
 from minimax.envs.maze import AMaze, MazeParams, make_dr_generator, make_empty_generator
+from minimax.envs.maze.mutators import make_mutator
+from minimax.envs.maze.paths import env_metrics
 from minimax.models import MazeActorCritic
 from minimax.run_logs import RunLogger
 from minimax.runners import DRRunner
+from minimax.runners.plr import CurriculumConfig, PLRRunner
 from minimax.runners.eval import SuiteEvaluator
 
 # Options a resumed run may change: they do not alter what an update computes.
@@ -74,12 +78,28 @@ def level_generator(cfg: TrainConfig):
     return make_dr_generator(cfg.maze_height, cfg.maze_width, n_walls=cfg.n_walls)
 
 
+def buffer_config(cfg: TrainConfig) -> BufferConfig:
+    return BufferConfig(capacity=cfg.buffer_size, score_transform=cfg.score_transform, temperature=cfg.temperature,
+                        staleness_coef=cfg.staleness_coef, staleness_transform=cfg.staleness_transform,
+                        staleness_temperature=cfg.staleness_temperature, score_alpha=cfg.score_alpha,
+                        eps=cfg.greedy_eps, top_k=cfg.top_k, unique_levels=cfg.unique_levels)
+
+
+def curriculum_config(cfg: TrainConfig) -> CurriculumConfig:
+    return CurriculumConfig(method=cfg.method, replay_prob=cfg.replay_prob, min_fill_ratio=cfg.min_fill_ratio,
+                            score_function=cfg.score_function, replay_with_replacement=cfg.replay_with_replacement,
+                            train_levels=cfg.train_levels, replay_schedule=cfg.replay_schedule,
+                            mutation_subsample=cfg.mutation_subsample)
+
+
 def build_runner(cfg: TrainConfig):
+    args = (AMaze(), env_params(cfg), level_generator(cfg), make_model(cfg), ppo_config(cfg), cfg.num_envs,
+            cfg.num_steps)
     if cfg.method == "dr":
-        return DRRunner(AMaze(), env_params(cfg), level_generator(cfg), make_model(cfg), ppo_config(cfg),
-                        cfg.num_envs, cfg.num_steps)
-    raise ConfigError(f"--method {cfg.method}: this runner is not available yet; the PLR family "
-                      f"(plr, robust_plr, parallel_plr, accel, parallel_accel) lands with the level buffer")
+        return DRRunner(*args)
+    mutator = make_mutator(cfg.mutator, cfg.n_mutations) if cfg.method in MUTATION_METHODS else None
+    return PLRRunner(*args, buffer=buffer_config(cfg), curriculum=curriculum_config(cfg), mutator=mutator,
+                     level_metrics=env_metrics)
 
 
 def make_chunk(runner, length: int):
@@ -89,27 +109,49 @@ def make_chunk(runner, length: int):
     return chunk
 
 
+COUNTS = ("episodes", "env_steps", "gradient_updates", "cycles")
+
+
 def summarize(metrics: dict) -> dict:
-    """A chunk's stacked per-step metrics -> one row: sums for counts, means otherwise,
-    episode statistics over the episodes that finished in the chunk."""
+    """A chunk's stacked per-step metrics -> one row.
+
+    Counters (and `group/count`, levels played) are summed; `buffer/*` statistics are the chunk's last value; a `name_sum`
+    entry becomes `name` = its total over the total of `name_count` (or of `group/count` for
+    `group/name_sum`, or of `episodes`), so averages weigh every episode or level equally
+    however the steps of the chunk were split; everything else is the mean over steps.
+    """
     m = {k: np.asarray(v) for k, v in metrics.items()}
     row = {}
-    episodes = int(m["episodes"].sum())
     for k, v in m.items():
-        if k.endswith("_sum"):
+        if k.endswith(("_sum", "_count")):
             continue
-        row[k] = int(v.sum()) if k in ("episodes", "env_steps", "gradient_updates") else float(v.mean())
-    for name in ("return", "solved", "length"):
-        total = float(m[f"episode_{name}_sum"].sum())
-        key = "train/solved_rate" if name == "solved" else f"train/{name}"
-        row[key] = total / episodes if episodes else float("nan")
+        if k in COUNTS or k.endswith("/count"):
+            row[k] = int(v.sum())
+        elif k.startswith("buffer/"):
+            row[k] = v.reshape(-1)[-1].item()
+        else:
+            row[k] = float(v.mean())
+    renamed = {"episode_return": "train/return", "episode_solved": "train/solved_rate",
+               "episode_length": "train/length"}
+    for k, v in m.items():
+        if not k.endswith("_sum"):
+            continue
+        name = k[:-len("_sum")]
+        if f"{name}_count" in m:
+            denominator = m[f"{name}_count"]
+        elif "/" in name:
+            denominator = m[name.rsplit("/", 1)[0] + "/count"]
+        else:
+            denominator = m["episodes"]
+        total = float(denominator.sum())
+        row[renamed.get(name, name)] = float(v.sum()) / total if total else float("nan")
     return row
 
 
 def metric_columns(runner, state_abstract, evaluator) -> list[str]:
     _, metrics = jax.eval_shape(runner.step, state_abstract)
     row = summarize({k: np.zeros((1,), v.dtype) for k, v in metrics.items()})
-    columns = ["update", "cycles", "env_steps", "time_s", "sps"] + [k for k in row if k not in ("env_steps",)]
+    columns = ["update", "cycles", "env_steps", "time_s", "sps"] + [k for k in row if k not in ("env_steps", "cycles")]
     if evaluator is not None:
         columns += [f"eval/{n}" for n in evaluator.metric_names]
     return columns
@@ -136,7 +178,7 @@ def prepare_run_dir(cfg: TrainConfig):
 
 def train(cfg: TrainConfig) -> dict:
     """Run (or resume) the experiment `cfg` describes; returns the last log row."""
-    runner = build_runner(cfg)  # first: an unavailable method must not leave a run directory behind
+    runner = build_runner(cfg)  # first: a runner that cannot be built must not leave a run directory behind
     run_dir = prepare_run_dir(cfg)
     evaluator = (SuiteEvaluator(make_model(cfg), cfg.eval_suite, cfg.eval_episodes, cfg.eval_greedy,
                                 **obs_options(cfg)) if cfg.eval_every else None)
@@ -181,10 +223,11 @@ def train(cfg: TrainConfig) -> dict:
             seconds = time.perf_counter() - t0
             row = summarize(metrics)
             update += row["gradient_updates"]
-            cycles += length
+            cycles += row["cycles"]
             env_steps += row["env_steps"]
             row = {"update": update, "cycles": cycles, "env_steps": env_steps, "time_s": seconds,
-                   "sps": row["env_steps"] / seconds, **{k: v for k, v in row.items() if k != "env_steps"}}
+                   "sps": row["env_steps"] / seconds,
+                   **{k: v for k, v in row.items() if k not in ("env_steps", "cycles")}}
             final = update >= cfg.num_updates
             if evaluator is not None and (update % cfg.eval_every == 0 or final):
                 params = state.train_state.params

@@ -101,10 +101,10 @@ def test_resume_rejects_corrupt_and_incompatible_checkpoints(reference_run, tmp_
         train(dataclasses.replace(cfg, resume=True, num_updates=20))
 
 
-def test_a_method_without_a_runner_fails_before_creating_a_run_directory(tmp_path, capsys):
+def test_a_bad_curriculum_option_fails_before_creating_a_run_directory(tmp_path, capsys):
     with pytest.raises(SystemExit):
-        main(["--preset", "plr", "--out-dir", str(tmp_path), "--no-progress"])
-    assert "error: --method robust_plr: this runner is not available yet" in capsys.readouterr().err
+        main(["--preset", "accel", "--mutation-subsample", "64", "--out-dir", str(tmp_path), "--no-progress"])
+    assert "error: --mutation-subsample (64) must be <= --num-envs (32)" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 
 

@@ -68,5 +68,6 @@ class DRRunner:
         metrics.update(episode_metrics(rollout))
         metrics["env_steps"] = jnp.asarray(self.env_steps_per_update, jnp.int32)
         metrics["gradient_updates"] = jnp.ones((), jnp.int32)
+        metrics["cycles"] = jnp.ones((), jnp.int32)
         state = DRState(train_state=ts, stream=stream, key=key, updates=state.updates + 1)
         return state, metrics

@@ -35,6 +35,7 @@ class Rollout:
     reset: jax.Array         # bool[T, N]
     actions: jax.Array       # int32[T, N]
     log_probs: jax.Array     # [T, N]
+    logits: jax.Array        # [T, N, A]: the policy's logits (for entropy-like level scores)
     values: jax.Array        # [T, N]
     rewards: jax.Array       # [T, N]
     dones: jax.Array         # bool[T, N]: the episode ended with this transition
@@ -68,12 +69,12 @@ def collect_rollout(key, apply_fn, params, env_step: Callable, stream: EnvStream
 
     def step(stream: EnvStream, key):
         k_act, k_env = jax.random.split(key)
-        carry, action, log_prob, value, _ = policy_step(k_act, apply_fn, params, stream.carry, stream.obs,
-                                                        stream.reset)
+        carry, action, log_prob, value, logits = policy_step(k_act, apply_fn, params, stream.carry, stream.obs,
+                                                             stream.reset)
         obs, env_state, reward, done, info = env_step(k_env, stream.env_state, action)
         ep_return = stream.episode_return + reward
         ep_length = stream.episode_length + 1
-        out = dict(obs=stream.obs, reset=stream.reset, actions=action, log_probs=log_prob, values=value,
+        out = dict(obs=stream.obs, reset=stream.reset, actions=action, log_probs=log_prob, logits=logits, values=value,
                    rewards=reward, dones=done, terminated=info["terminated"], truncated=info["truncated"],
                    episode_returns=jnp.where(done, ep_return, 0.0),
                    episode_lengths=jnp.where(done, ep_length, 0))
@@ -105,3 +106,17 @@ def episode_metrics(rollout: Rollout) -> dict:
         "episode_solved_sum": jnp.sum(rollout.terminated, dtype=jnp.int32),
         "episode_length_sum": jnp.sum(rollout.episode_lengths, dtype=jnp.int32),
     }
+
+
+def env_slice(batch: PPOBatch, start: int, stop: int) -> PPOBatch:
+    """The envs `start:stop` of a batch (time-major fields on axis 1, the carry on axis 0)."""
+    sliced = jax.tree.map(lambda x: x[:, start:stop], batch.replace(init_carry=None))
+    return sliced.replace(init_carry=jax.tree.map(lambda x: x[start:stop], batch.init_carry))
+
+
+def rollout_envs(rollout: Rollout, start: int, stop: int) -> Rollout:
+    """The envs `start:stop` of a rollout (time-major fields on axis 1, per-env ones on axis 0)."""
+    per_env = rollout.replace(init_carry=None, last_value=None)
+    sliced = jax.tree.map(lambda x: x[:, start:stop], per_env)
+    return sliced.replace(init_carry=jax.tree.map(lambda x: x[start:stop], rollout.init_carry),
+                          last_value=rollout.last_value[start:stop])

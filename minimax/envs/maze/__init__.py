@@ -3,8 +3,12 @@
 from minimax.envs.maze.env import AMaze, MazeParams, MazeState
 from minimax.envs.maze.generators import make_dr_generator, make_empty_generator
 from minimax.envs.maze.level import InvalidLevelError, Level, empty_level
+from minimax.envs.maze.mutators import (
+    MUTATORS, make_four_edit_mutator, make_minimax_mutator, make_mutator, mutate_batch,
+)
 
 __all__ = [
     "AMaze", "MazeParams", "MazeState", "Level", "InvalidLevelError", "empty_level",
     "make_dr_generator", "make_empty_generator",
+    "MUTATORS", "make_mutator", "make_minimax_mutator", "make_four_edit_mutator", "mutate_batch",
 ]

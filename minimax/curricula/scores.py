@@ -1,0 +1,120 @@
+"""Level scores: how much the agent may still learn on a level, from one rollout on it.
+
+Every score is a per-step quantity averaged over each *completed* episode, then over the
+level's completed episodes in the rollout (an episode still running when the rollout ends
+is not scored: its advantages depend on a bootstrap, not on what happened). A level with
+no completed episode has no score (`valid` is False) and the buffer skips it.
+
+To add a score: write a function `(inputs: ScoreInputs) -> float32[T, N]` of per-step
+values, register it in `STEP_SCORES`, and `--score-function <name>` selects it.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+
+@struct.dataclass
+class ScoreInputs:
+    """What a rollout on N levels (one level per env, T steps, time-major) offers a score."""
+
+    rewards: jax.Array      # float32[T, N]
+    values: jax.Array       # float32[T, N]: V(s_t)
+    dones: jax.Array        # bool[T, N]: an episode ended with transition t
+    terminated: jax.Array   # bool[T, N]: ...by reaching the goal (a solve)
+    advantages: jax.Array   # float32[T, N]: GAE(gamma, lambda)
+    logits: jax.Array       # float32[T, N, A]: policy logits at s_t
+    last_value: jax.Array   # float32[N]: V of the observation after step T-1
+    max_returns: jax.Array  # float32[N]: best return ever seen on the level, this rollout included
+    gamma: float = struct.field(pytree_node=False, default=0.99)
+
+
+def positive_value_loss(x: ScoreInputs):
+    """PVL: `max(A_t, 0)`, the GAE clipped at zero (regret estimate of robust PLR)."""
+    return jnp.maximum(x.advantages, 0.0)
+
+
+def max_monte_carlo(x: ScoreInputs):
+    """MaxMC: `R_max - V(s_t)`, with R_max the best return ever achieved on the level."""
+    return x.max_returns[None, :] - x.values
+
+
+def l1_value_loss(x: ScoreInputs):
+    """`|A_t|`, the magnitude of the GAE (PLR's value_l1)."""
+    return jnp.abs(x.advantages)
+
+
+def gae(x: ScoreInputs):
+    """`A_t`, the signed GAE."""
+    return x.advantages
+
+
+def policy_entropy(x: ScoreInputs):
+    """`H(pi(.|s_t)) = -sum_a pi(a) log pi(a)`."""
+    logp = jax.nn.log_softmax(x.logits)
+    return -jnp.sum(jnp.exp(logp) * logp, axis=-1)
+
+
+def least_confidence(x: ScoreInputs):
+    """`1 - max_a pi(a|s_t)`."""
+    return 1.0 - jax.nn.softmax(x.logits).max(-1)
+
+
+def min_margin(x: ScoreInputs):
+    """`1 - (p_1 - p_2)`, with p_1 >= p_2 the two largest action probabilities."""
+    top2 = jax.lax.top_k(jax.nn.softmax(x.logits), 2)[0]
+    return 1.0 - (top2[..., 0] - top2[..., 1])
+
+
+def one_step_td_error(x: ScoreInputs):
+    """`|r_t + gamma V(s_{t+1}) (1 - d_t) - V(s_t)|`."""
+    next_values = jnp.concatenate([x.values[1:], x.last_value[None]], axis=0)
+    return jnp.abs(x.rewards + x.gamma * next_values * (1.0 - x.dones) - x.values)
+
+
+STEP_SCORES = {
+    "pvl": positive_value_loss,
+    "maxmc": max_monte_carlo,
+    "l1_value_loss": l1_value_loss,
+    "gae": gae,
+    "policy_entropy": policy_entropy,
+    "least_confidence": least_confidence,
+    "min_margin": min_margin,
+    "one_step_td": one_step_td_error,
+}
+SCORE_FUNCTIONS = tuple(STEP_SCORES) + ("learnability",)
+
+
+def completed_episode_mean(per_step: jax.Array, dones: jax.Array):
+    """Mean over completed episodes of each episode's mean of `per_step`, per env:
+    `(means float32[N], episodes int32[N])`; 0 where no episode completed."""
+    t = jnp.arange(per_step.shape[0])[:, None]
+    ends = jnp.where(dones, t, -1)
+    last_end = jax.lax.cummax(ends, axis=0)                     # latest end at or before t
+    prev_end = jnp.concatenate([jnp.full_like(last_end[:1], -1), last_end[:-1]], axis=0)
+    csum = jnp.cumsum(per_step, axis=0)
+    before = jnp.where(prev_end >= 0, jnp.take_along_axis(csum, jnp.maximum(prev_end, 0), axis=0), 0.0)
+    episode_mean = (csum - before) / (t - prev_end)
+    episodes = dones.sum(0, dtype=jnp.int32)
+    total = jnp.where(dones, episode_mean, 0.0).sum(0)
+    return total / jnp.maximum(episodes, 1), episodes
+
+
+def rollout_max_return(episode_returns: jax.Array, dones: jax.Array, prior_max: jax.Array):
+    """float32[N]: the best return on each level, from `prior_max` and this rollout's episodes."""
+    return jnp.maximum(prior_max, jnp.where(dones, episode_returns, -jnp.inf).max(0))
+
+
+def score_levels(name: str, x: ScoreInputs):
+    """`(scores float32[N], valid bool[N])` for the score function `name`."""
+    if name == "learnability":
+        # p (1 - p) with p the solved fraction of the completed episodes: highest at p = 1/2.
+        episodes = x.dones.sum(0, dtype=jnp.int32)
+        p = x.terminated.sum(0) / jnp.maximum(episodes, 1)
+        return (p * (1.0 - p)).astype(jnp.float32), episodes > 0
+    if name not in STEP_SCORES:
+        raise ValueError(f"unknown score function {name!r}; choose from {', '.join(SCORE_FUNCTIONS)}")
+    means, episodes = completed_episode_mean(STEP_SCORES[name](x).astype(jnp.float32), x.dones)
+    return means, episodes > 0

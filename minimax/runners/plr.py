@@ -1,0 +1,363 @@
+"""The PLR family: PLR, robust PLR, parallel PLR, ACCEL and parallel ACCEL.
+
+Every rollout here runs each env on one level for the whole rollout (an env whose episode
+ends restarts the same level), so a rollout scores the levels it played. One `step` is
+exactly one gradient update, whatever the method, so `--num-updates` and learning-rate
+annealing count the same thing for every runner; `cycles` and `env_steps` in the metrics
+count every rollout and every simulated step, gradient-free ones included.
+
+- plr:            each cycle replays (Bernoulli(replay_prob), once the buffer is full
+                  enough) or plays N new levels; every cycle trains the agent.
+- robust_plr:     new-level cycles only score and offer their levels to the buffer (no
+                  gradient); the step loops over them (`lax.while_loop`) until a replay
+                  cycle, which trains.
+- accel:          robust PLR, then the replayed levels are mutated, played by the updated
+                  policy without gradients, scored and offered to the buffer.
+- parallel_plr:   one rollout of 2N envs, new | replay; all are scored and offered, the
+                  replay half trains (it holds new levels until the buffer can replay).
+- parallel_accel: 3N envs, new | replay | mutations of this update's replay levels.
+
+A level from a replay is scored and its buffer entry updated before any newcomer is
+inserted, so a replayed level is never evicted before its new score is known.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+from flax.training.train_state import TrainState
+
+from minimax.agents.ppo import PPOConfig, compute_gae, create_train_state, ppo_update
+from minimax.curricula.level_buffer import (BufferConfig, LevelBuffer, buffer_stats, init_buffer, insert,
+                                            replay_decision, sample_replay, update_scores)
+from minimax.curricula.scores import ScoreInputs, rollout_max_return, score_levels
+from minimax.curricula.training_set import (TrainingSet, draw_new_seeds, init_training_set, level_from_seed,
+                                            replay_probability)
+from minimax.envs.environment import ReplayAutoReset
+from minimax.runners.rollout import (Rollout, collect_rollout, env_slice, episode_metrics, ppo_batch, rollout_envs,
+                                    start_stream)
+
+PLR_METHODS = ("plr", "robust_plr", "parallel_plr", "accel", "parallel_accel")
+MUTATION_METHODS = ("accel", "parallel_accel")
+
+
+@dataclasses.dataclass(frozen=True)
+class CurriculumConfig:
+    """How a PLR-family runner uses its buffer (static)."""
+
+    method: str = "robust_plr"
+    replay_prob: float = 0.5
+    min_fill_ratio: float = 0.5
+    score_function: str = "maxmc"
+    replay_with_replacement: bool = True
+    train_levels: int = 0            # > 0: a finite training set of level seeds (PLR paper)
+    replay_schedule: str = "fixed"   # with train_levels: fixed | proportionate
+    mutation_subsample: int = 0      # ACCEL: mutate only the q best replayed levels (tiled to N); 0 = all
+    max_search_rollouts: int = 256   # robust PLR / ACCEL: new-level cycles per step at most
+
+    def __post_init__(self):
+        if self.method not in PLR_METHODS:
+            raise ValueError(f"method must be one of {', '.join(PLR_METHODS)}, got {self.method!r}")
+        if self.method in ("robust_plr", "accel") and not self.replay_prob > 0 and not self.train_levels:
+            raise ValueError(f"{self.method} trains only on replays: replay_prob must be > 0, got {self.replay_prob}")
+
+
+@struct.dataclass
+class PLRState:
+    train_state: TrainState
+    buffer: LevelBuffer
+    training_set: TrainingSet  # seen seeds (a 1-seed placeholder without a finite training set)
+    key: jax.Array
+    updates: jax.Array  # int32: gradient updates done
+
+
+class PLRRunner:
+    """`init(key) -> PLRState`, `step(state) -> (state, metrics)`: pure, jittable, vmappable.
+
+    `generator(key) -> level` makes new levels; `mutator(key, level) -> level` edits one
+    (ACCEL); `level_metrics(level) -> dict of scalars` (optional) describes a level for
+    the logs (walls, shortest path, solvable...), reported per group: new, replay, mutated.
+    """
+
+    def __init__(self, env, env_params, generator: Callable, model, ppo: PPOConfig, num_envs: int, num_steps: int,
+                 buffer: BufferConfig, curriculum: CurriculumConfig, mutator: Callable | None = None,
+                 level_metrics: Callable | None = None):
+        if curriculum.method in MUTATION_METHODS and mutator is None:
+            raise ValueError(f"{curriculum.method} needs a mutator")
+        q = curriculum.mutation_subsample
+        if q and not 1 <= q <= num_envs:
+            raise ValueError(f"mutation_subsample must be in [1, num_envs={num_envs}] or 0, got {q}")
+        self.env, self.env_params, self.generator, self.model, self.ppo = env, env_params, generator, model, ppo
+        self.num_envs, self.num_steps = int(num_envs), int(num_steps)
+        self.buffer_cfg, self.cur, self.mutator, self.level_metrics = buffer, curriculum, mutator, level_metrics
+        self.replay_env = ReplayAutoReset(env)
+        self.method = curriculum.method
+
+    # ------------------------------------------------------------------ setup
+
+    @property
+    def envs_per_rollout(self) -> int:
+        return self.num_envs * {"parallel_plr": 2, "parallel_accel": 3}.get(self.method, 1)
+
+    def init(self, key) -> PLRState:
+        k_model, k_level, k_run = jax.random.split(key, 3)
+        level = self.generator(k_level)
+        state0 = self.env.init_state(level, self.env_params)
+        obs = jax.tree.map(lambda x: jnp.broadcast_to(x, (self.num_envs,) + x.shape),
+                           self.env.get_obs(state0, self.env_params))
+        carry = self.model.initial_carry(self.num_envs)
+        params = self.model.init(k_model, carry, jax.tree.map(lambda x: x[None], obs),
+                                 jnp.ones((1, self.num_envs), bool))
+        return PLRState(train_state=create_train_state(self.model.apply, params, self.ppo),
+                        buffer=init_buffer(level, self.buffer_cfg.capacity),
+                        training_set=init_training_set(max(self.cur.train_levels, 1)),
+                        key=k_run, updates=jnp.zeros((), jnp.int32))
+
+    # ------------------------------------------------------------------ pieces
+
+    def new_levels(self, key, training_set: TrainingSet, n: int):
+        """`n` new levels: fresh from the generator, or unseen seeds of the training set."""
+        if self.cur.train_levels:
+            training_set, seeds = draw_new_seeds(key, training_set, n)
+            return training_set, jax.vmap(lambda s: level_from_seed(self.generator, s))(seeds)
+        return training_set, jax.vmap(self.generator)(jax.random.split(key, n))
+
+    def decide_replay(self, key, buffer: LevelBuffer, training_set: TrainingSet):
+        p = self.cur.replay_prob
+        if self.cur.train_levels:
+            p = replay_probability(training_set, self.cur.replay_schedule, p)
+        return replay_decision(key, buffer, p, self.cur.min_fill_ratio)
+
+    def _env_step(self, key, env_state, actions):
+        keys = jax.random.split(key, actions.shape[0])
+        return jax.vmap(self.replay_env.step, in_axes=(0, 0, 0, None))(keys, env_state, actions, self.env_params)
+
+    def rollout(self, key, params, levels) -> Rollout:
+        """T steps of one env per level, each env replaying its level."""
+        n = jax.tree.leaves(levels)[0].shape[0]
+        env_state = jax.vmap(self.env.init_state, in_axes=(0, None))(levels, self.env_params)
+        obs = jax.vmap(self.env.get_obs, in_axes=(0, None))(env_state, self.env_params)
+        stream = start_stream(env_state, obs, self.model.initial_carry(n))
+        rollout, _ = collect_rollout(key, self.model.apply, params, self._env_step, stream, self.num_steps)
+        return rollout
+
+    def advantages(self, rollout: Rollout):
+        adv, _ = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.last_value,
+                             self.ppo.gamma, self.ppo.gae_lambda)
+        return adv
+
+    def score(self, rollout: Rollout, advantages, prior_max):
+        """`(scores, max_returns, valid)` per env; `prior_max` is the best return known before."""
+        max_returns = rollout_max_return(rollout.episode_returns, rollout.dones, prior_max)
+        inputs = ScoreInputs(rewards=rollout.rewards, values=rollout.values, dones=rollout.dones,
+                             terminated=rollout.terminated, advantages=advantages, logits=rollout.logits,
+                             last_value=rollout.last_value, max_returns=max_returns, gamma=self.ppo.gamma)
+        scores, valid = score_levels(self.cur.score_function, inputs)
+        return scores, jnp.where(jnp.isfinite(max_returns), max_returns, 0.0), valid
+
+    def group_metrics(self, group: str, levels, rollout: Rollout, scores, valid, active=True) -> dict:
+        """Sums (with their counts) describing one group of levels and how they were played."""
+        w = jnp.asarray(active, jnp.float32)
+        ep = episode_metrics(rollout)
+        out = {
+            f"{group}/count": w * scores.shape[0],
+            f"{group}/return_sum": w * ep["episode_return_sum"],
+            f"{group}/return_count": w * ep["episodes"],
+            f"{group}/solved_rate_sum": w * ep["episode_solved_sum"],
+            f"{group}/solved_rate_count": w * ep["episodes"],
+            f"{group}/score_sum": w * jnp.where(valid, scores, 0.0).sum(),
+            f"{group}/score_count": w * valid.sum(),
+        }
+        if self.level_metrics is not None:
+            m = jax.vmap(self.level_metrics)(levels)
+            solvable = m["solvable"] if "solvable" in m else None
+            for name, value in m.items():
+                value = value.astype(jnp.float32)
+                if name == "shortest_path" and solvable is not None:
+                    out[f"{group}/shortest_path_sum"] = w * jnp.where(solvable, value, 0.0).sum()
+                    out[f"{group}/shortest_path_count"] = w * solvable.sum()
+                else:
+                    out[f"{group}/{name}_sum"] = w * value.sum()
+        return {k: jnp.asarray(v, jnp.float32) for k, v in out.items()}
+
+    def mutate(self, key, levels, scores, parent_mutations):
+        """Children of `levels` (the q best by score, tiled to N, when subsampling)."""
+        n = self.num_envs
+        q = self.cur.mutation_subsample
+        if q:
+            _, best = jax.lax.top_k(scores, q)
+            pick = best[jnp.arange(n) % q]
+            levels = jax.tree.map(lambda x: x[pick], levels)
+            parent_mutations = parent_mutations[pick]
+        children = jax.vmap(self.mutator)(jax.random.split(key, n), levels)
+        return children, parent_mutations + 1
+
+    def new_level_cycle(self, key, params, buffer: LevelBuffer, training_set: TrainingSet):
+        """Robust PLR's search cycle: play N new levels, score them and offer them to the buffer.
+        No gradient: the agent's parameters are only read. `(buffer, training_set, metrics)`."""
+        n = self.num_envs
+        k_new, k_roll = jax.random.split(key)
+        training_set, levels = self.new_levels(k_new, training_set, n)
+        rollout = self.rollout(k_roll, params, levels)
+        scores, max_returns, valid = self.score(rollout, self.advantages(rollout), jnp.full((n,), -jnp.inf))
+        buffer, _ = insert(buffer, levels, scores, max_returns, valid, self.buffer_cfg)
+        return buffer, training_set, self.group_metrics("new", levels, rollout, scores, valid)
+
+    def _sample_or_new(self, key, replay, buffer, training_set):
+        """Replay levels from the buffer if `replay`, else new levels: `(buffer, training_set, idx, levels)`."""
+        n = self.num_envs
+
+        def sample(op):
+            buffer, training_set = op
+            buffer, idx, levels = sample_replay(key, buffer, n, self.buffer_cfg, self.cur.replay_with_replacement)
+            return buffer, training_set, idx, levels
+
+        def new(op):
+            buffer, training_set = op
+            training_set, levels = self.new_levels(key, training_set, n)
+            return buffer, training_set, jnp.zeros((n,), jnp.int32), levels
+
+        return jax.lax.cond(replay, sample, new, (buffer, training_set))
+
+    def _finish(self, state: PLRState, train_state, buffer, training_set, key, metrics, trained: Rollout,
+                cycles, replays):
+        metrics.update(episode_metrics(trained))
+        metrics.update(buffer_stats(buffer, self.buffer_cfg))
+        metrics["cycles"] = jnp.asarray(cycles, jnp.int32)
+        metrics["replay_fraction_sum"] = jnp.asarray(replays, jnp.float32)
+        metrics["replay_fraction_count"] = jnp.asarray(cycles, jnp.float32)
+        metrics["gradient_updates"] = jnp.ones((), jnp.int32)
+        state = PLRState(train_state=train_state, buffer=buffer, training_set=training_set, key=key,
+                         updates=state.updates + 1)
+        return state, metrics
+
+    # ------------------------------------------------------------------ steps
+
+    def step(self, state: PLRState):
+        if self.method == "plr":
+            return self._step_plr(state)
+        if self.method in ("robust_plr", "accel"):
+            return self._step_robust(state)
+        return self._step_parallel(state)
+
+    def _step_plr(self, state: PLRState):
+        """One cycle, replay or new, and a gradient update on it."""
+        key, k_dec, k_levels, k_roll, k_upd = jax.random.split(state.key, 5)
+        replay = self.decide_replay(k_dec, state.buffer, state.training_set)
+        buffer, training_set, idx, levels = self._sample_or_new(k_levels, replay, state.buffer, state.training_set)
+        rollout = self.rollout(k_roll, state.train_state.params, levels)
+        batch = ppo_batch(rollout, self.ppo.gamma, self.ppo.gae_lambda)
+        train_state, metrics = ppo_update(k_upd, state.train_state, batch, self.ppo)
+        prior = jnp.where(replay, buffer.max_returns[idx], -jnp.inf)
+        scores, max_returns, valid = self.score(rollout, batch.advantages, prior)
+        buffer = update_scores(buffer, idx, scores, max_returns, valid & replay, self.buffer_cfg)
+        buffer, _ = insert(buffer, levels, scores, max_returns, valid & ~replay, self.buffer_cfg)
+        metrics.update(self.group_metrics("new", levels, rollout, scores, valid, ~replay))
+        metrics.update(self.group_metrics("replay", levels, rollout, scores, valid, replay))
+        metrics["env_steps"] = jnp.asarray(self.num_envs * self.num_steps, jnp.int32)
+        return self._finish(state, train_state, buffer, training_set, key, metrics, rollout, 1, replay)
+
+    def _step_robust(self, state: PLRState):
+        """New-level cycles without gradients until a replay cycle, which trains (then ACCEL mutates)."""
+        params = state.train_state.params
+        n, t = self.num_envs, self.num_steps
+        key, k_dec = jax.random.split(state.key)
+
+        zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(
+            self.new_level_cycle, key, params, state.buffer, state.training_set)[2])
+
+        def searching(c):
+            return ~c["replay"] & (c["i"] < self.cur.max_search_rollouts)
+
+        def search(c):
+            key, k_explore, k_dec = jax.random.split(c["key"], 3)
+            buffer, training_set, m = self.new_level_cycle(k_explore, params, c["buffer"], c["training_set"])
+            return dict(key=key, buffer=buffer, training_set=training_set, i=c["i"] + 1,
+                        replay=self.decide_replay(k_dec, buffer, training_set),
+                        metrics=jax.tree.map(jnp.add, c["metrics"], m))
+
+        c = jax.lax.while_loop(searching, search, dict(
+            key=key, buffer=state.buffer, training_set=state.training_set, i=jnp.zeros((), jnp.int32),
+            replay=self.decide_replay(k_dec, state.buffer, state.training_set), metrics=zeros))
+        metrics = dict(c["metrics"])
+
+        # The replay cycle (also after max_search_rollouts new cycles, from whatever the buffer holds).
+        key, k_sample, k_roll, k_upd, k_mut, k_mroll = jax.random.split(c["key"], 6)
+        buffer, idx, levels = sample_replay(k_sample, c["buffer"], n, self.buffer_cfg,
+                                            self.cur.replay_with_replacement)
+        rollout = self.rollout(k_roll, params, levels)
+        batch = ppo_batch(rollout, self.ppo.gamma, self.ppo.gae_lambda)
+        train_state, ppo_metrics = ppo_update(k_upd, state.train_state, batch, self.ppo)
+        metrics.update(ppo_metrics)
+        scores, max_returns, valid = self.score(rollout, batch.advantages, buffer.max_returns[idx])
+        buffer = update_scores(buffer, idx, scores, max_returns, valid, self.buffer_cfg)
+        metrics.update(self.group_metrics("replay", levels, rollout, scores, valid))
+        cycles = c["i"] + 1
+
+        if self.method == "accel":
+            children, mutations = self.mutate(k_mut, levels, buffer.scores[idx], buffer.mutations[idx])
+            child_rollout = self.rollout(k_mroll, train_state.params, children)
+            c_scores, c_max, c_valid = self.score(child_rollout, self.advantages(child_rollout),
+                                                  jnp.full((n,), -jnp.inf))
+            buffer, _ = insert(buffer, children, c_scores, c_max, c_valid, self.buffer_cfg, mutations)
+            metrics.update(self.group_metrics("mutated", children, child_rollout, c_scores, c_valid))
+            cycles = cycles + 1
+        metrics["env_steps"] = cycles * (n * t)
+        metrics["search_capped"] = (~c["replay"]).astype(jnp.float32)
+        return self._finish(state, train_state, buffer, c["training_set"], key, metrics, rollout, cycles, 1)
+
+    def parallel_levels(self, key, state: PLRState):
+        """The levels of one parallel update: `(replay, idx, groups, child_mutations, buffer, training_set)`
+        with `groups` = [new, replay (new levels until the buffer can replay), mutations of the replay
+        part (parallel ACCEL only)], N levels each, and `idx` the replayed slots."""
+        n = self.num_envs
+        k_dec, k_new, k_levels, k_mut = jax.random.split(key, 4)
+        replay = self.decide_replay(k_dec, state.buffer, state.training_set)
+        training_set, new = self.new_levels(k_new, state.training_set, n)
+        buffer, training_set, idx, second = self._sample_or_new(k_levels, replay, state.buffer, training_set)
+        groups = [new, second]
+        child_mutations = jnp.zeros((n,), jnp.int32)
+        if self.method == "parallel_accel":
+            # Children of this update's replay levels; with subsampling, of the best-scored ones.
+            parent_scores = jnp.where(replay, buffer.scores[idx], 0.0)
+            parent_mutations = jnp.where(replay, buffer.mutations[idx], 0)
+            children, child_mutations = self.mutate(k_mut, second, parent_scores, parent_mutations)
+            groups.append(children)
+        return replay, idx, groups, child_mutations, buffer, training_set
+
+    def _step_parallel(self, state: PLRState):
+        """One rollout over new | replay (| mutated) envs; the replay part trains."""
+        n = self.num_envs
+        key, k_levels, k_roll, k_upd = jax.random.split(state.key, 4)
+        replay, idx, groups, child_mutations, buffer, training_set = self.parallel_levels(k_levels, state)
+        levels = jax.tree.map(lambda *xs: jnp.concatenate(xs), *groups)
+        rollout = self.rollout(k_roll, state.train_state.params, levels)
+        full = ppo_batch(rollout, self.ppo.gamma, self.ppo.gae_lambda)
+        train_state, metrics = ppo_update(k_upd, state.train_state, env_slice(full, n, 2 * n), self.ppo)
+
+        no_prior = jnp.full((n,), -jnp.inf)
+        prior = jnp.concatenate([no_prior, jnp.where(replay, buffer.max_returns[idx], -jnp.inf)]
+                                + [no_prior] * (len(groups) - 2))
+        scores, max_returns, valid = self.score(rollout, full.advantages, prior)
+        part = lambda x, g: x[g * n:(g + 1) * n]  # noqa: E731
+        buffer = update_scores(buffer, idx, part(scores, 1), part(max_returns, 1), part(valid, 1) & replay,
+                               self.buffer_cfg)
+        offered = valid & jnp.concatenate([jnp.ones((n,), bool), jnp.full((n,), ~replay)]
+                                          + [jnp.ones((n,), bool)] * (len(groups) - 2))
+        mutations = jnp.concatenate([jnp.zeros((2 * n,), jnp.int32)] + [child_mutations] * (len(groups) - 2))
+        buffer, _ = insert(buffer, levels, scores, max_returns, offered, self.buffer_cfg, mutations)
+
+        played = [rollout_envs(rollout, g * n, (g + 1) * n) for g in range(len(groups))]
+        group = lambda name, g, active=True: self.group_metrics(  # noqa: E731
+            name, groups[g], played[g], part(scores, g), part(valid, g), active)
+        # Until the buffer can replay, the second part holds new levels: they count as new.
+        metrics.update(jax.tree.map(jnp.add, group("new", 0), group("new", 1, ~replay)))
+        metrics.update(group("replay", 1, replay))
+        if len(groups) == 3:
+            metrics.update(group("mutated", 2))
+        metrics["env_steps"] = jnp.asarray(len(groups) * n * self.num_steps, jnp.int32)
+        return self._finish(state, train_state, buffer, training_set, key, metrics, played[1], 1, replay)

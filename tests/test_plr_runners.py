@@ -1,0 +1,184 @@
+"""The PLR-family runners: counters, buffer contents, batch layouts, vmap, and the CLI loop."""
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from minimax.checkpoint import Checkpointer
+from minimax.config import PRESETS, TrainConfig
+from minimax.curricula.level_buffer import insert, level_hash
+from minimax.envs.maze.level import validate_level
+from minimax.run_logs import read_rows
+from minimax.runners.plr import PLR_METHODS
+from minimax.train import build_runner, train
+
+# One small config for every runner: episodes end within a rollout, so every level gets a score.
+SMALL = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, n_actions=3, recurrent_size=16,
+             num_envs=4, num_steps=16, n_epochs=2, lr=3e-3, buffer_size=16, min_fill_ratio=0.25,
+             n_mutations=3, replay_prob=0.5, num_updates=4, log_every=2, eval_every=0, checkpoint_every=2,
+             progress=False)
+STEPS = 3
+PER_CYCLE = {"plr": 1, "robust_plr": 1, "accel": 1, "parallel_plr": 2, "parallel_accel": 3}
+
+
+def small(method, **overrides) -> TrainConfig:
+    return TrainConfig(**{**SMALL, "method": method, **overrides})
+
+
+def host_levels(buffer, mask=None):
+    levels = jax.tree.map(np.asarray, buffer.levels)
+    if mask is not None:
+        levels = jax.tree.map(lambda x: x[np.asarray(mask)], levels)
+    return levels
+
+
+def run_steps(runner, key):
+    state = runner.init(key)
+    return jax.lax.scan(lambda s, _: runner.step(s), state, None, length=STEPS)
+
+
+@functools.cache
+def vmapped_run(method):
+    """STEPS steps of a runner on two seeds at once (one vmapped, jitted program), computed once."""
+    runner = build_runner(small(method))
+    keys = jax.random.split(jax.random.key(0), 2)
+    states, metrics = jax.jit(jax.vmap(lambda k: run_steps(runner, k)))(keys)
+    return method, runner, keys, states, jax.device_get(metrics)
+
+
+@pytest.fixture(params=PLR_METHODS)
+def two_seeds(request):
+    return vmapped_run(request.param)
+
+
+def test_every_step_is_one_gradient_update_and_counts_every_env_step(two_seeds):
+    method, runner, _, states, m = two_seeds
+    n, t = runner.num_envs, runner.num_steps
+    assert np.all(m["gradient_updates"] == 1)
+    np.testing.assert_array_equal(m["env_steps"], m["cycles"] * n * t * PER_CYCLE[method])
+    # The optimiser saw exactly one PPO update (n_epochs gradient steps) per runner step.
+    np.testing.assert_array_equal(np.asarray(states.train_state.step), [STEPS * runner.ppo.n_epochs] * 2)
+    if method in ("robust_plr", "accel"):
+        extra = 2 if method == "accel" else 1  # the replay cycle (and the mutation cycle)
+        np.testing.assert_array_equal(m["new/count"], (m["cycles"] - extra) * n)
+        assert np.all(m["replay/count"] == n) and np.all(m["replay_fraction_sum"] == 1)
+    else:
+        assert np.all(m["cycles"] == 1)
+    if method in ("accel", "parallel_accel"):
+        assert np.all(m["mutated/count"] == n)
+    for k, v in m.items():
+        assert np.all(np.isfinite(v)), k
+
+
+def test_buffers_hold_valid_distinct_scored_levels(two_seeds):
+    method, runner, _, states, _ = two_seeds
+    for seed in range(2):
+        buffer = jax.tree.map(lambda x: x[seed], states.buffer)
+        filled = np.asarray(buffer.filled)
+        assert filled.sum() >= 1
+        levels = host_levels(buffer, filled)
+        validate_level(levels)
+        assert np.all(np.isfinite(np.asarray(buffer.scores)[filled]))
+        hashes = {tuple(h) for h in np.asarray(jax.vmap(level_hash)(buffer.levels))[filled]}
+        assert len(hashes) == filled.sum(), "the buffer stores a level twice"
+        np.testing.assert_array_equal(np.asarray(buffer.hashes)[filled],
+                                      np.asarray(jax.vmap(level_hash)(buffer.levels))[filled])
+    # Different seeds, different curricula.
+    assert not np.array_equal(np.asarray(states.buffer.scores[0]), np.asarray(states.buffer.scores[1]))
+
+
+def test_a_vmapped_run_equals_each_seed_alone():
+    """Under vmap, robust PLR's while_loop runs until every seed has replayed and the replay
+    `lax.cond` computes both sides; each seed must still get exactly its own result."""
+    _, runner, keys, together, m_together = vmapped_run("accel")  # search loop, cond and mutations
+    alone, m_alone = jax.jit(lambda k: run_steps(runner, k))(keys[1])
+    np.testing.assert_array_equal(np.asarray(m_alone["cycles"]), m_together["cycles"][1])
+    np.testing.assert_array_equal(np.asarray(alone.buffer.filled), np.asarray(together.buffer.filled[1]))
+    np.testing.assert_allclose(np.asarray(alone.buffer.scores), np.asarray(together.buffer.scores[1]),
+                               rtol=1e-4, atol=1e-5)
+    for a, b in zip(jax.tree.leaves(alone.train_state.params),
+                    jax.tree.leaves(jax.tree.map(lambda x: x[1], together.train_state.params))):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+
+
+def test_robust_plr_search_cycles_do_not_train():
+    runner = build_runner(small("robust_plr"))
+    state = runner.init(jax.random.key(2))
+    cycle = jax.jit(runner.new_level_cycle)
+    buffer, training_set = state.buffer, state.training_set
+    for i in range(3):
+        buffer, training_set, m = cycle(jax.random.key(10 + i), state.train_state.params, buffer, training_set)
+        assert float(m["new/count"]) == runner.num_envs
+    assert int(buffer.filled.sum()) > 0 and int(buffer.episode_count) == 3 * runner.num_envs
+    # A full step then runs exactly one PPO update however many search cycles it took.
+    params_before = state.train_state.params
+    state = state.replace(buffer=buffer)
+    after, metrics = jax.jit(runner.step)(state)
+    assert int(after.train_state.step) == runner.ppo.n_epochs
+    assert any(not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(params_before),
+                                                       jax.tree.leaves(after.train_state.params)))
+
+
+def test_parallel_accel_lays_out_new_replay_and_mutated_levels():
+    cfg = small("parallel_accel", replay_prob=1.0, min_fill_ratio=0.25)
+    runner = build_runner(cfg)
+    state = runner.init(jax.random.key(3))
+    n = runner.num_envs
+    # Fill the buffer with known levels and scores.
+    stock = jax.vmap(runner.generator)(jax.random.split(jax.random.key(4), 8))
+    buffer, _ = insert(state.buffer, stock, jnp.linspace(0.1, 0.8, 8), jnp.zeros(8), jnp.ones(8, bool),
+                       runner.buffer_cfg)
+    state = state.replace(buffer=buffer)
+    replay, idx, groups, child_mutations, buffer, _ = jax.jit(runner.parallel_levels)(jax.random.key(5), state)
+    assert bool(replay) and len(groups) == 3
+    new, replayed, children = (jax.tree.map(np.asarray, g) for g in groups)
+    np.testing.assert_array_equal(replayed.wall_map, np.asarray(buffer.levels.wall_map)[np.asarray(idx)])
+    assert np.all(np.asarray(buffer.filled)[np.asarray(idx)])
+    np.testing.assert_array_equal(np.asarray(child_mutations), 1)
+    for i in range(n):
+        edits = int((children.wall_map[i] != replayed.wall_map[i]).sum()) + int(
+            np.any(children.goal_pos[i] != replayed.goal_pos[i]))
+        assert edits <= cfg.n_mutations
+        np.testing.assert_array_equal(children.agent_pos[i], replayed.agent_pos[i])
+    # New levels are fresh draws, not buffer entries.
+    stored = {tuple(h) for h in np.asarray(buffer.hashes)[np.asarray(buffer.filled)]}
+    assert not any(tuple(h) in stored for h in np.asarray(jax.vmap(level_hash)(groups[0])))
+
+
+def test_train_logs_buffer_and_level_statistics_and_checkpoints_the_buffer(tmp_path):
+    cfg = small("accel", out_dir=str(tmp_path), run_name="accel")
+    row = train(cfg)
+    rows = read_rows(cfg.run_dir)
+    assert [r["update"] for r in rows] == [2, 4]
+    for key in ("buffer/size", "buffer/mean_score", "buffer/max_score", "buffer/weighted_score",
+                "buffer/mean_staleness", "buffer/mean_mutations", "replay_fraction", "new/solvable",
+                "new/shortest_path", "new/n_walls", "replay/n_walls", "mutated/shortest_path", "replay/score"):
+        assert key in row, key
+    assert all(r["env_steps"] == r["cycles"] * 4 * 16 for r in rows)  # every cycle plays N envs for T steps
+    runner = build_runner(cfg)
+    abstract = jax.eval_shape(runner.init, jax.random.key(0))
+    state, meta = Checkpointer(cfg.run_dir / "checkpoints").restore(abstract)
+    assert meta["update"] == 4
+    assert int(state.buffer.filled.sum()) == rows[-1]["buffer/size"]
+
+    # Resume from update 2 reproduces the uninterrupted run.
+    again = dataclasses.replace(cfg, run_name="accel-resumed", num_updates=2)
+    train(again)
+    train(dataclasses.replace(again, resume=True, num_updates=4))
+    resumed = read_rows(again.run_dir)
+    strip = lambda rs: [{k: v for k, v in r.items() if k not in ("time_s", "sps")} for r in rs]  # noqa: E731
+    assert strip(resumed) == strip(rows)
+
+
+@pytest.mark.parametrize("preset", ["plr", "accel", "pplr", "paccel"])
+def test_presets_build_their_runners(preset):
+    cfg = PRESETS[preset]
+    runner = build_runner(cfg)
+    assert runner.method == cfg.method and runner.buffer_cfg.capacity == 4000
+    state = jax.eval_shape(runner.init, jax.random.key(0))
+    assert state.buffer.scores.shape == (4000,)
+    assert state.buffer.levels.wall_map.shape == (4000, 13, 13)
