@@ -272,7 +272,7 @@ def update_scores(buffer: LevelBuffer, idx, scores, max_returns, valid, cfg: Buf
 
 @struct.dataclass
 class InsertInfo:
-    slots: jax.Array       # int32[n]: where each offered level now lives, -1 if nowhere
+    slots: jax.Array       # int32[n]: where each offered level (or its stored copy) now lives, -1 if nowhere
     inserted: jax.Array    # bool[n]: stored as a new entry
     duplicate: jax.Array   # bool[n]: already in the buffer or earlier in the batch
 
@@ -313,6 +313,7 @@ def insert(buffer: LevelBuffer, levels, scores, max_returns, valid, cfg: BufferC
     else:
         hashes = jnp.zeros((n, 2), jnp.uint32)
         in_batch = in_buffer = jnp.zeros((n,), bool)
+        first = slot = jnp.zeros((n,), jnp.int32)
 
     # Newcomers, best first, against the slots that are empty or lowest-scoring, worst first.
     m = min(n, k)
@@ -337,7 +338,10 @@ def insert(buffer: LevelBuffer, levels, scores, max_returns, valid, cfg: BufferC
 
     inserted = jnp.zeros((n,), bool).at[order].set(take)
     where_new = jnp.full((n,), -1, jnp.int32).at[order].set(jnp.where(take, slots, -1))
-    slots_out = jnp.where(in_buffer, slot, where_new).astype(jnp.int32)
+    # A stored duplicate may have been displaced by a better newcomer of this same batch.
+    replaced = jnp.zeros((k,), bool).at[dest].set(True, mode="drop")
+    own = jnp.where(in_buffer, jnp.where(replaced[slot], -1, slot), where_new)
+    slots_out = jnp.where(in_batch, own[first], own).astype(jnp.int32)  # repeats: where the first copy is
     return buffer, InsertInfo(slots=slots_out, inserted=inserted, duplicate=in_batch | in_buffer)
 
 
