@@ -2,9 +2,14 @@
 
 Builds the runner of a preset (default `dr`: 32 envs x 256 steps, LSTM 256, 5 epochs x 1
 minibatch) and times the program the training loop runs: a `lax.scan` over `--chunk`
-updates (rollout, GAE, PPO), measured after `block_until_ready`.
+updates (rollouts, GAE, PPO, level buffer), measured after `block_until_ready`.
 
-    python benchmarks/train_throughput.py [--preset dr] [--chunk 5] [--repeats 3] [--envs 32] [--steps 256]
+For the PLR family an update may take several rollout cycles (robust PLR and ACCEL play
+new levels without gradients until they replay), so the report also gives cycles and
+env steps per update and seconds per cycle. `--warmup` calls run first: they fill the
+level buffer, whose first fill is a long search for robust PLR and ACCEL.
+
+    python benchmarks/train_throughput.py [--preset dr] [--chunk 5] [--repeats 3] [--warmup 1] [--envs 32] [--steps 256]
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ def main() -> None:
     parser.add_argument("--preset", default="dr", choices=list(PRESETS))
     parser.add_argument("--chunk", type=int, default=5, help="updates per compiled call")
     parser.add_argument("--repeats", type=int, default=3, help="timed calls (after one warm-up call)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed calls first (fill the buffer)")
     parser.add_argument("--envs", type=int, default=None, help="override --num-envs")
     parser.add_argument("--steps", type=int, default=None, help="override --num-steps")
     args = parser.parse_args()
@@ -39,23 +45,30 @@ def main() -> None:
     program = jax.jit(make_chunk(runner, args.chunk), donate_argnums=0).lower(state).compile()
     compile_s = time.perf_counter() - t0
 
-    state, metrics = program(state)  # warm-up
-    jax.block_until_ready(metrics)
-    times = []
+    for _ in range(args.warmup):
+        state, metrics = program(state)
+        jax.block_until_ready(metrics)
+    times, cycles, env_steps = [], 0, 0
     for _ in range(args.repeats):
         t0 = time.perf_counter()
         state, metrics = program(state)
         jax.block_until_ready(metrics)
-        times.append((time.perf_counter() - t0) / args.chunk)
+        seconds = time.perf_counter() - t0
+        times.append(seconds / args.chunk)
+        cycles += int(metrics["cycles"].sum())
+        env_steps += int(metrics["env_steps"].sum())
     per_update = min(times)
-    steps = cfg.num_envs * cfg.num_steps
+    mean_update = sum(times) / len(times)
+    updates = args.chunk * args.repeats
     print(f"{platform.processor() or platform.machine()} | jax {jax.__version__} | {jax.devices()[0].platform}")
     print(f"preset {args.preset}: {cfg.num_envs} envs x {cfg.num_steps} steps, {cfg.recurrent_cell.upper()} "
           f"{cfg.recurrent_size}, {cfg.n_epochs} epochs x {cfg.n_minibatches} minibatch")
     print(f"compile (chunk of {args.chunk} updates): {compile_s:.1f} s")
     print(f"seconds per update: {per_update:.3f} (best of {args.repeats}; all: "
           f"{', '.join(f'{t:.3f}' for t in times)})")
-    print(f"env steps per second (training, incl. PPO): {steps / per_update:,.0f}")
+    print(f"cycles per update: {cycles / updates:.2f}, env steps per update: {env_steps / updates:,.0f}, "
+          f"seconds per cycle: {mean_update * updates / cycles:.3f} (mean)")
+    print(f"env steps per second (training, incl. PPO): {env_steps / (mean_update * updates):,.0f}")
 
 
 if __name__ == "__main__":

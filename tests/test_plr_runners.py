@@ -182,3 +182,20 @@ def test_presets_build_their_runners(preset):
     state = jax.eval_shape(runner.init, jax.random.key(0))
     assert state.buffer.scores.shape == (4000,)
     assert state.buffer.levels.wall_map.shape == (4000, 13, 13)
+
+
+def test_a_finite_training_set_plays_unseen_seeds_first():
+    runner = build_runner(small("robust_plr", train_levels=10, buffer_size=16, min_fill_ratio=0.5))
+    state = runner.init(jax.random.key(6))
+    from minimax.curricula.training_set import level_from_seed  # noqa: PLC0415
+
+    named = jax.vmap(lambda s: level_from_seed(runner.generator, s))(jnp.arange(10))
+    named = {tuple(h) for h in np.asarray(jax.vmap(level_hash)(named))}
+    training_set = state.training_set
+    for i in range(2):
+        before = int(training_set.seen.sum())
+        training_set, levels = runner.new_levels(jax.random.key(7 + i), training_set, runner.num_envs)
+        assert int(training_set.seen.sum()) == before + runner.num_envs  # no seed twice while unseen remain
+        assert {tuple(h) for h in np.asarray(jax.vmap(level_hash)(levels))} <= named
+    # Two draws of 4 envs: 8 of the 10 seeds seen.
+    assert float(training_set.seen.mean()) == 0.8
