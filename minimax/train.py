@@ -115,10 +115,11 @@ COUNTS = ("episodes", "env_steps", "gradient_updates", "cycles")
 def summarize(metrics: dict) -> dict:
     """A chunk's stacked per-step metrics -> one row.
 
-    Counters (and `group/count`, levels played) are summed; `buffer/*` statistics are the chunk's last value; a `name_sum`
-    entry becomes `name` = its total over the total of `name_count` (or of `group/count` for
-    `group/name_sum`, or of `episodes`), so averages weigh every episode or level equally
-    however the steps of the chunk were split; everything else is the mean over steps.
+    Counters (and `group/count`, levels played) are summed; `buffer/*` statistics are the
+    chunk's last value; a `name_sum` entry becomes `name` = its total over the total of
+    `name_count` (or of `group/count` for `group/name_sum`, or of `episodes`), so averages
+    weigh every episode or level equally however the steps of the chunk were split;
+    everything else is the mean over steps.
     """
     m = {k: np.asarray(v) for k, v in metrics.items()}
     row = {}
