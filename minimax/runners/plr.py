@@ -359,5 +359,5 @@ class PLRRunner:
         metrics.update(group("replay", 1, replay))
         if len(groups) == 3:
             metrics.update(group("mutated", 2))
-        metrics["env_steps"] = jnp.asarray(len(groups) * n * self.num_steps, jnp.int32)
+        metrics["env_steps"] = jnp.asarray(self.envs_per_rollout * self.num_steps, jnp.int32)
         return self._finish(state, train_state, buffer, training_set, key, metrics, played[1], 1, replay)
