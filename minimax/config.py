@@ -43,8 +43,12 @@ class TrainConfig:
     """Autocurriculum: dr (domain randomisation), plr, robust_plr, parallel_plr, accel, parallel_accel."""
     seed: int = 0
     """Random seed: the same seed and config give the same run, number for number (on one backend)."""
+    seeds: str = ""
+    """Comma-separated seeds trained together in one vmapped program (e.g. 0,1,2,3); replaces --seed."""
+    num_seeds: int = 1
+    """Train seeds --seed, --seed + 1, ..., --seed + N - 1 together in one vmapped program."""
     run_name: str = ""
-    """Directory name under --out-dir; empty means '<method>-seed<seed>'."""
+    """Directory name under --out-dir; empty means '<method>-seed<seed>' ('<method>-seeds0-1-2' for several)."""
     out_dir: str = "runs"
     """Where run directories (logs, config, checkpoints) are created."""
     num_updates: int = 30_000
@@ -67,6 +71,18 @@ class TrainConfig:
     """Also log to Weights & Biases (offline unless logged in; never logs environment variables)."""
     wandb_project: str = "minimax"
     """W&B project name (only with --wandb)."""
+
+    # ---------------------------------------------------------------- scale
+    devices: int = 0
+    """Devices to shard the env batch over with shard_map (0 = every device: all local devices of every host)."""
+    global_buffer: bool = False
+    """PLR family on several devices: one level buffer shared by all devices, instead of one of capacity K/D each."""
+    coordinator_address: str = ""
+    """Multi-host: host:port of process 0 (or JAX_COORDINATOR_ADDRESS); empty = single host unless set there."""
+    num_processes: int = 0
+    """Multi-host: number of processes (or JAX_NUM_PROCESSES); 0 = from the environment."""
+    process_id: int = -1
+    """Multi-host: this process's index (or JAX_PROCESS_ID); -1 = from the environment."""
 
     # ---------------------------------------------------------------- environment
     maze_height: int = 13
@@ -182,8 +198,20 @@ class TrainConfig:
 
     # ---------------------------------------------------------------- derived
     @property
+    def seed_list(self) -> list[int]:
+        """The seeds this run trains: --seeds, else --seed ... --seed + --num-seeds - 1."""
+        if self.seeds.strip():
+            return [int(v) for v in self.seeds.split(",") if v.strip()]
+        return [self.seed + i for i in range(self.num_seeds)]
+
+    @property
     def name(self) -> str:
-        return self.run_name or f"{self.method}-seed{self.seed}"
+        if self.run_name:
+            return self.run_name
+        seeds = self.seed_list
+        if len(seeds) == 1:
+            return f"{self.method}-seed{seeds[0]}"
+        return f"{self.method}-seeds" + "-".join(map(str, seeds))
 
     @property
     def run_dir(self) -> Path:
@@ -225,6 +253,22 @@ def _problems(c: TrainConfig):
         if not 0 <= v <= 1:
             yield f"{flag(n)} must be in [0, 1], got {v!r}"
 
+    if c.seeds.strip():
+        try:
+            seeds = [int(v) for v in c.seeds.split(",") if v.strip()]
+        except ValueError:
+            yield f"--seeds must be comma-separated integers, got {c.seeds!r}"
+        else:
+            if len(set(seeds)) != len(seeds):
+                yield f"--seeds lists a seed twice: {c.seeds!r}"
+            if c.num_seeds != 1:
+                yield f"give --seeds or --num-seeds, not both (got --seeds {c.seeds!r} --num-seeds {c.num_seeds})"
+    if not (isinstance(c.num_seeds, int) and c.num_seeds >= 1):
+        yield f"--num-seeds must be an int >= 1, got {c.num_seeds!r}"
+    if not (isinstance(c.devices, int) and c.devices >= 0):
+        yield f"--devices must be an int >= 0 (0 = all devices), got {c.devices!r}"
+    if c.num_processes < 0:
+        yield f"--num-processes must be >= 0, got {c.num_processes}"
     if c.method not in METHODS:
         yield f"--method must be one of {', '.join(METHODS)}, got {c.method!r}"
     if c.score_function not in SCORE_FUNCTIONS:

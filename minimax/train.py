@@ -37,7 +37,8 @@ from minimax.runners.eval import SuiteEvaluator
 
 # Options a resumed run may change: they do not alter what an update computes.
 RESUME_OVERRIDABLE = {"resume", "num_updates", "progress", "wandb", "wandb_project", "keep_checkpoints",
-                      "eval_every", "checkpoint_every", "overwrite", "preset"}
+                      "eval_every", "checkpoint_every", "overwrite", "preset", "coordinator_address",
+                      "num_processes", "process_id"}
 
 
 class RunError(RuntimeError):

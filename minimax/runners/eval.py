@@ -1,28 +1,38 @@
-"""Evaluation of a policy on fixed mazes: each env plays one episode on its level.
+"""Evaluation of a policy on levels: OOD suites, level files, or levels sampled from a generator.
 
 `evaluate_levels` runs a batch of envs, one level each, until every env's *first*
-episode is over (a `lax.while_loop`, so an evaluation costs the steps the longest
-episode needs, never more than the budget). `SuiteEvaluator` evaluates a named OOD
-suite with E episodes per maze and reports, per maze, the solved rate (return > 0) and
-the mean return; mazes that share a size and step budget run in one compiled program.
+episode is over. The loop is a `lax.while_loop` over chunks of `chunk_steps` steps (a
+`lax.scan` inside), so an evaluation costs the steps the longest episode needs, rounded
+up to a chunk, never the whole budget: a 99x99 perfect maze with a 20,000-step budget
+solved in 300 steps costs 300 steps. Chunks amortise the loop's per-iteration overhead
+(a device round trip on GPU) without stepping much past the end.
+
+`EvalRunner` arranges levels x episodes into envs, compiles one program per maze size
+and step budget, and reports per level: solved rate (return > 0), mean return, episode
+length, the optimal return (from an in-jit shortest path) and the gap to it.
+`SuiteEvaluator` is the training loop's periodic evaluation on a named suite.
 """
 
 from __future__ import annotations
 
 import functools
 from collections import defaultdict
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from minimax.envs.maze.env import AMaze
-from minimax.envs.maze.ood import get_suite
+from minimax.envs.maze.env import AMaze, MazeParams
+from minimax.envs.maze.ood import OODMaze, get_suite
+from minimax.envs.maze.paths import optimal_return, shortest_path_length
 from minimax.runners.rollout import policy_step
 
 
-def evaluate_levels(key, apply_fn, params, initial_carry, env, env_params, levels, greedy: bool = False):
-    """First-episode `return`, `solved` and `length` per env, for a batch of levels `[B]`."""
+def evaluate_levels(key, apply_fn, params, initial_carry, env, env_params, levels, greedy: bool = False,
+                    chunk_steps: int = 1):
+    """First-episode `return`, `solved` and `length` per env for a batch of levels `[B]`, plus
+    `steps`: how many env steps the loop executed (a multiple of `chunk_steps`)."""
     n = jax.tree.leaves(levels)[0].shape[0]
     obs, state = jax.vmap(env.reset_to_level, in_axes=(None, 0, None))(key, levels, env_params)
     step = jax.vmap(env.step, in_axes=(None, 0, 0, None))
@@ -31,10 +41,7 @@ def evaluate_levels(key, apply_fn, params, initial_carry, env, env_params, level
                 active=jnp.ones((n,), bool), ret=zeros, solved=jnp.zeros((n,), bool),
                 length=jnp.zeros((n,), jnp.int32), t=jnp.zeros((), jnp.int32))
 
-    def cond(c):
-        return jnp.any(c["active"]) & (c["t"] < env_params.max_steps)
-
-    def body(c):
+    def one_step(c, _):
         key, k_act = jax.random.split(c["key"])
         carry, action, _, _, _ = policy_step(k_act, apply_fn, params, c["carry"], c["obs"], c["reset"], greedy)
         obs, state, reward, done, info = step(None, c["state"], action, env_params)
@@ -42,10 +49,45 @@ def evaluate_levels(key, apply_fn, params, initial_carry, env, env_params, level
         return dict(key=key, state=state, obs=obs, carry=carry, reset=jnp.zeros_like(c["reset"]),
                     active=active & ~done, ret=c["ret"] + jnp.where(active, reward, 0.0),
                     solved=c["solved"] | (active & info["terminated"]),
-                    length=c["length"] + active.astype(jnp.int32), t=c["t"] + 1)
+                    length=c["length"] + active.astype(jnp.int32), t=c["t"] + 1), None
+
+    def cond(c):
+        # Every episode ends by `max_steps` (truncation), so this also bounds the loop.
+        return jnp.any(c["active"]) & (c["t"] < env_params.max_steps)
+
+    def body(c):
+        return jax.lax.scan(one_step, c, None, length=chunk_steps)[0]
 
     out = jax.lax.while_loop(cond, body, init)
-    return {"return": out["ret"], "solved": out["solved"], "length": out["length"]}
+    return {"return": out["ret"], "solved": out["solved"], "length": out["length"], "steps": out["t"]}
+
+
+def trace_episode(key, apply_fn, params, initial_carry, env, env_params, level, greedy: bool = False):
+    """One episode on `level`, recorded for rendering: `agent_pos [max_steps + 1, 2]` and
+    `agent_dir [max_steps + 1]` (entry t is the position after t actions; entries past the
+    end repeat the last one), `length` and `return`. Stops when the episode ends."""
+    budget = env_params.max_steps
+    obs, state = env.reset_to_level(key, level, env_params)
+    batch = lambda x: x[None]  # noqa: E731  (the policy acts on a batch of one)
+    pos = jnp.zeros((budget + 1, 2), jnp.int32).at[0].set(state.agent_pos)
+    dirs = jnp.zeros((budget + 1,), jnp.int32).at[0].set(state.agent_dir)
+    init = dict(key=key, state=state, obs=jax.tree.map(batch, obs), carry=initial_carry, reset=jnp.ones((1,), bool),
+                done=jnp.zeros((), bool), ret=jnp.zeros((), jnp.float32), t=jnp.zeros((), jnp.int32), pos=pos,
+                dirs=dirs)
+
+    def body(c):
+        key, k_act = jax.random.split(c["key"])
+        carry, action, _, _, _ = policy_step(k_act, apply_fn, params, c["carry"], c["obs"], c["reset"], greedy)
+        obs, state, reward, done, _ = env.step(None, c["state"], action[0], env_params)  # no auto-reset
+        t = c["t"] + 1
+        return dict(key=key, state=state, obs=jax.tree.map(batch, obs), carry=carry, reset=jnp.zeros((1,), bool),
+                    done=done, ret=c["ret"] + reward, t=t, pos=c["pos"].at[t].set(state.agent_pos),
+                    dirs=c["dirs"].at[t].set(state.agent_dir))
+
+    out = jax.lax.while_loop(lambda c: ~c["done"] & (c["t"] < budget), body, init)
+    t = out["t"]
+    idx = jnp.minimum(jnp.arange(budget + 1), t)
+    return {"agent_pos": out["pos"][idx], "agent_dir": out["dirs"][idx], "length": t, "return": out["ret"]}
 
 
 def suite_names(suite: str) -> list[str]:
@@ -53,38 +95,143 @@ def suite_names(suite: str) -> list[str]:
     return [maze.name for maze in get_suite(suite)]
 
 
+@dataclass(frozen=True)
+class LevelResults:
+    """Per-level results: arrays `[L, E]` (levels x episodes) of return, solved and length,
+    and `[L]` optimal return and solvability (a path to the goal exists)."""
+
+    returns: np.ndarray
+    solved: np.ndarray
+    length: np.ndarray
+    optimal_return: np.ndarray
+    solvable: np.ndarray
+
+    def summary(self) -> dict[str, float]:
+        """Means over levels and episodes: solved_rate, return, length, optimal_return, gap."""
+        ret, opt = float(self.returns.mean()), float(self.optimal_return.mean())
+        return {"solved_rate": float(self.solved.mean()), "return": ret, "length": float(self.length.mean()),
+                "optimal_return": opt, "gap": opt - ret}
+
+    @property
+    def solved_rate(self) -> np.ndarray:
+        """[L] fraction of each level's episodes that reached the goal."""
+        return self.solved.mean(axis=1)
+
+
+def _concat(results: list[LevelResults]) -> LevelResults:
+    return LevelResults(*(np.concatenate([getattr(r, f) for r in results]) for f in
+                          ("returns", "solved", "length", "optimal_return", "solvable")))
+
+
+class EvalRunner:
+    """Evaluates a policy, `episodes` parallel envs per level, each env's first episode.
+
+    `evaluate_mazes(key, params, mazes)` draws each episode's level from its maze (fixed
+    layouts give the same level every time; procedural mazes a new one per episode) and
+    returns `{maze name: LevelResults}` with one row per maze. `evaluate_sampled(key, params,
+    generator, num_levels, env_params)` draws `num_levels` levels and plays each `episodes`
+    times, in batches of at most `max_envs` envs so memory stays bounded; one row per level.
+    One compiled program per (maze size, step budget, batch size), reused across calls.
+    """
+
+    def __init__(self, model, episodes: int = 1, greedy: bool = False, chunk_steps: int = 16,
+                 max_envs: int = 4096, **obs_options):
+        if episodes < 1:
+            raise ValueError(f"episodes must be >= 1, got {episodes}")
+        if chunk_steps < 1:
+            raise ValueError(f"chunk_steps must be >= 1, got {chunk_steps}")
+        self.model, self.episodes, self.greedy = model, int(episodes), bool(greedy)
+        self.chunk_steps, self.max_envs, self.obs_options = int(chunk_steps), int(max_envs), obs_options
+        self.env = AMaze()
+        self._programs: dict = {}
+
+    def _run(self, env_params, key, params, levels):
+        """Levels `[L]` -> per-env results `[L, E]` and per-level optimal return and solvability."""
+        n_levels = jax.tree.leaves(levels)[0].shape[0]
+        n = n_levels * self.episodes
+        envs = jax.tree.map(lambda x: jnp.repeat(x, self.episodes, axis=0), levels)
+        out = evaluate_levels(key, self.model.apply, params, self.model.initial_carry(n), self.env, env_params,
+                              envs, self.greedy, self.chunk_steps)
+        per_env = {k: out[k].reshape(n_levels, self.episodes) for k in ("return", "solved", "length")}
+        optimal = jax.vmap(optimal_return, in_axes=(0, None))(levels, env_params.max_steps)
+        solvable = jax.vmap(shortest_path_length)(levels) >= 0
+        return per_env, optimal, solvable, out["steps"]
+
+    def _program(self, name, fn, *static):
+        if (name, *static) not in self._programs:
+            self._programs[(name, *static)] = jax.jit(functools.partial(fn, *static))
+        return self._programs[(name, *static)]
+
+    def _maze_group(self, mazes, env_params, key, params):
+        keys = jax.random.split(key, (len(mazes), self.episodes + 1))
+        # Each env its own draw of its maze: play every drawn level once.
+        levels = jax.tree.map(lambda *xs: jnp.concatenate(xs), *[jax.vmap(m.sample)(k[1:])
+                                                                 for m, k in zip(mazes, keys)])
+        n = len(mazes) * self.episodes
+        out = evaluate_levels(keys[0, 0], self.model.apply, params, self.model.initial_carry(n), self.env,
+                              env_params, levels, self.greedy, self.chunk_steps)
+        optimal = jax.vmap(optimal_return, in_axes=(0, None))(levels, env_params.max_steps)
+        solvable = jax.vmap(shortest_path_length)(levels) >= 0
+        shaped = lambda x: x.reshape(len(mazes), self.episodes)  # noqa: E731
+        return ({k: shaped(out[k]) for k in ("return", "solved", "length")}, shaped(optimal), shaped(solvable),
+                out["steps"])
+
+    def evaluate_mazes(self, key, params, mazes: list[OODMaze]) -> dict[str, LevelResults]:
+        groups = defaultdict(list)
+        for maze in mazes:
+            groups[(maze.height, maze.width, maze.max_steps)].append(maze)
+        results = {}
+        for i, group in enumerate(groups.values()):
+            env_params = group[0].params(**self.obs_options)
+            program = self._program("mazes", self._maze_group, tuple(group), env_params)
+            per_env, optimal, solvable, _ = jax.device_get(program(jax.random.fold_in(key, i), params))
+            for j, maze in enumerate(group):
+                # Optimal return and solvability are per episode here (procedural mazes differ per
+                # episode); a maze's row reports their mean and "all solvable".
+                results[maze.name] = LevelResults(per_env["return"][j:j + 1], per_env["solved"][j:j + 1],
+                                                  per_env["length"][j:j + 1], optimal[j].mean(keepdims=True),
+                                                  solvable[j].all(keepdims=True))
+        return {maze.name: results[maze.name] for maze in mazes}
+
+    def evaluate_levels(self, key, params, levels, env_params: MazeParams) -> LevelResults:
+        """Given levels `[L]` (one shape), each played `episodes` times: one row per level."""
+        n_levels = jax.tree.leaves(levels)[0].shape[0]
+        batch = max(1, self.max_envs // self.episodes)
+        out = []
+        for i, start in enumerate(range(0, n_levels, batch)):
+            chunk = jax.tree.map(lambda x: x[start:start + batch], levels)
+            size = jax.tree.leaves(chunk)[0].shape[0]
+            if size < batch and n_levels > batch:  # pad the last batch: one program for every batch
+                chunk = jax.tree.map(lambda x: jnp.concatenate([x, jnp.repeat(x[:1], batch - size, 0)]), chunk)
+            program = self._program("levels", self._run, env_params)
+            per_env, optimal, solvable, _ = jax.device_get(program(jax.random.fold_in(key, i), params, chunk))
+            out.append(LevelResults(per_env["return"][:size], per_env["solved"][:size], per_env["length"][:size],
+                                    optimal[:size], solvable[:size]))
+        return _concat(out)
+
+    def evaluate_sampled(self, key, params, generator, num_levels: int, env_params: MazeParams) -> LevelResults:
+        """`num_levels` levels drawn from `generator(key) -> Level`, each played `episodes` times."""
+        if num_levels < 1:
+            raise ValueError(f"num_levels must be >= 1, got {num_levels}")
+        k_levels, k_run = jax.random.split(key)
+        levels = jax.jit(jax.vmap(generator))(jax.random.split(k_levels, num_levels))
+        return self.evaluate_levels(k_run, params, levels, env_params)
+
+
 class SuiteEvaluator:
-    """`evaluator(key, params) -> {"<maze>/solved_rate": ..., "<maze>/return": ..., "mean_...": ...}`."""
+    """`evaluator(key, params) -> {"<maze>/solved_rate": ..., "<maze>/return": ..., "mean_...": ...}`:
+    the training loop's periodic evaluation on a named suite."""
 
     def __init__(self, model, suite: str, episodes: int, greedy: bool = False, **obs_options):
-        self.model, self.episodes, self.greedy = model, int(episodes), bool(greedy)
         self.mazes = get_suite(suite)
-        self.env = AMaze()
-        groups = defaultdict(list)
-        for maze in self.mazes:
-            groups[(maze.height, maze.width, maze.max_steps)].append(maze)
-        self._programs = [(group, jax.jit(functools.partial(self._evaluate_group, tuple(group),
-                                                            group[0].params(**obs_options))))
-                          for group in groups.values()]
-
-    def _evaluate_group(self, mazes, env_params, key, params):
-        k_levels, k_run = jax.random.split(key)
-        keys = jax.random.split(k_levels, (len(mazes), self.episodes))
-        levels = [jax.vmap(m.sample)(k) for m, k in zip(mazes, keys)]
-        levels = jax.tree.map(lambda *xs: jnp.concatenate(xs), *levels)
-        n = len(mazes) * self.episodes
-        out = evaluate_levels(k_run, self.model.apply, params, self.model.initial_carry(n), self.env, env_params,
-                              levels, self.greedy)
-        return jax.tree.map(lambda x: x.reshape(len(mazes), self.episodes), out)
+        self.runner = EvalRunner(model, episodes, greedy, **obs_options)
 
     def __call__(self, key, params) -> dict[str, float]:
         metrics = {}
-        for i, (group, program) in enumerate(self._programs):
-            out = jax.device_get(program(jax.random.fold_in(key, i), params))
-            for j, maze in enumerate(group):
-                metrics[f"{maze.name}/solved_rate"] = float(np.mean(out["solved"][j]))
-                metrics[f"{maze.name}/return"] = float(np.mean(out["return"][j]))
-                metrics[f"{maze.name}/length"] = float(np.mean(out["length"][j]))
+        for name, result in self.runner.evaluate_mazes(key, params, self.mazes).items():
+            summary = result.summary()
+            for stat in ("solved_rate", "return", "length"):
+                metrics[f"{name}/{stat}"] = summary[stat]
         for stat in ("solved_rate", "return"):
             metrics[f"mean_{stat}"] = float(np.mean([metrics[f"{m.name}/{stat}"] for m in self.mazes]))
         return metrics

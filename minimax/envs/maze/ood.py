@@ -174,6 +174,45 @@ def parse_maze_file(text: str) -> list[OODMaze]:
     return [parse_maze(block) for block in _maze_blocks(text)]
 
 
+def load_level_file(path) -> list[OODMaze]:
+    """Mazes to evaluate on from a user's text file: blocks separated by blank lines, each
+    either a full `ood_mazes.txt` entry (a `name:` header and all its facts) or a single
+    level as `Level.to_text` writes it (optional `name:` and `max_steps:` headers; the
+    default budget is 2 * (H + 2) * (W + 2)). Unnamed levels are called `<file stem>-<i>`.
+    Errors name the file and the block."""
+    from pathlib import Path  # noqa: PLC0415
+
+    from minimax.envs.maze.level import parse_level  # noqa: PLC0415
+
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise InvalidLevelError(f"cannot read level file {path}: {e.strerror or e}") from None
+    mazes = []
+    for i, block in enumerate(_maze_blocks(text)):
+        header, _ = split_header(block)
+        try:
+            if "name" in header and "size" in header and "max_steps" in header:
+                mazes.append(parse_maze(block))
+                continue
+            level = parse_level(block)
+            h, w = level.wall_map.shape
+            budget = int(header.get("max_steps", _budget(h, w)))
+            if budget < 1:
+                raise InvalidLevelError(f"max_steps must be positive, got {budget}")
+        except ValueError as e:
+            raise InvalidLevelError(f"level file {path}, block {i + 1}: {e}") from None
+        name = header.get("name", f"{path.stem}-{i}")
+        mazes.append(OODMaze(name, h, w, budget, lambda key, level=level: level, level))
+    if not mazes:
+        raise InvalidLevelError(f"level file {path} holds no levels")
+    names = [m.name for m in mazes]
+    if len(set(names)) != len(names):
+        raise InvalidLevelError(f"level file {path} names a maze twice: {sorted({n for n in names if names.count(n) > 1})}")
+    return mazes
+
+
 # ---------------------------------------------------------------------------------------------
 # Procedural mazes
 

@@ -264,3 +264,23 @@ def save_gif(frames, path, fps: float = 8) -> None:
     images = [Image.fromarray(f) for f in frames]
     images[0].save(path, format="GIF", save_all=True, append_images=images[1:],
                    duration=max(1, round(1000 / fps)), loop=0)
+
+
+def episode_frames(level, agent_pos, agent_dir, tile_size: int = 16, agent_view_size: int | None = 5,
+                   max_frames: int | None = 300) -> np.ndarray:
+    """uint8[T, h, w, 3]: the frames of an episode on `level` whose agent was at `agent_pos[t]`
+    facing `agent_dir[t]` (e.g. from `minimax.runners.eval.trace_episode`, cut to its length).
+    With `agent_view_size` the view cone is drawn. Long episodes are subsampled evenly to at
+    most `max_frames` frames (the first and last always kept) so a GIF stays small."""
+    agent_pos, agent_dir = np.asarray(agent_pos), np.asarray(agent_dir)
+    n = len(agent_dir)
+    if n == 0 or agent_pos.shape != (n, 2):
+        raise ValueError(f"agent_pos must be [T, 2] and agent_dir [T] with T >= 1, got {agent_pos.shape} and "
+                         f"{agent_dir.shape}")
+    keep = np.arange(n) if max_frames is None or n <= max_frames else np.unique(
+        np.linspace(0, n - 1, max_frames).round().astype(int))
+    walls = np.broadcast_to(np.asarray(level.wall_map), (len(keep),) + np.shape(level.wall_map))
+    goals = np.broadcast_to(np.asarray(level.goal_pos), (len(keep), 2))
+    frames = jax.jit(functools.partial(render_level, tile_size=tile_size, agent_view_size=agent_view_size))(
+        type(level)(wall_map=walls, goal_pos=goals, agent_pos=agent_pos[keep], agent_dir=agent_dir[keep]))
+    return np.asarray(frames)
