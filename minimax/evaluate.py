@@ -25,11 +25,10 @@ import numpy as np
 
 from minimax.checkpoint import Checkpointer, CheckpointError
 from minimax.config import ConfigError, TrainConfig
-from minimax.envs.maze import AMaze
 from minimax.envs.maze.level import InvalidLevelError
 from minimax.envs.maze.ood import get_suite, load_level_file
 from minimax.envs.maze.render import episode_frames, save_gif
-from minimax.runners.eval import EvalRunner, trace_episode
+from minimax.runners.eval import EvalRunner
 from minimax.stats import cvar, mean_ci
 
 METRICS = ("solved_rate", "return", "length", "gap")
@@ -99,43 +98,45 @@ def load_mazes(suite: str, level_files: list[str]):
     return mazes
 
 
-def _eval_runner(cfg: TrainConfig, args) -> EvalRunner:
+_RUNNERS: dict = {}
+
+
+def _eval_runner(cfg: TrainConfig, episodes: int, args) -> EvalRunner:
+    """One `EvalRunner` (and its compiled programs) per model and observation setup."""
     from minimax.train import make_model, obs_options  # noqa: PLC0415
 
-    return EvalRunner(make_model(cfg), args.episodes, args.greedy, args.chunk_steps, args.max_envs,
-                      **obs_options(cfg))
+    model, options = make_model(cfg), obs_options(cfg)
+    key = (repr(model), tuple(sorted(options.items())), episodes)
+    if key not in _RUNNERS:
+        _RUNNERS[key] = EvalRunner(model, episodes, args.greedy, args.chunk_steps, args.max_envs, **options)
+    return _RUNNERS[key]
 
 
 def evaluate_policy(policy: Policy, mazes, args, out_dir: Path) -> dict:
     """One policy's results: per maze summaries, and CVaR results when asked."""
-    from minimax.train import env_params, level_generator, make_model, obs_options  # noqa: PLC0415
+    from minimax.train import env_params, level_generator, obs_options  # noqa: PLC0415
 
     key = jax.random.key(args.seed)
-    runner = _eval_runner(policy.cfg, args)
+    runner = _eval_runner(policy.cfg, args.episodes, args)
     result = {"run": policy.run, "seed": policy.seed, "checkpoint": policy.step,
               "mazes": {name: r.summary() for name, r in runner.evaluate_mazes(key, policy.params, mazes).items()}}
     if args.cvar:
-        cvar_runner = EvalRunner(make_model(policy.cfg), args.cvar_episodes, args.greedy, args.chunk_steps,
-                                 args.max_envs, **obs_options(policy.cfg))
-        sampled = cvar_runner.evaluate_sampled(jax.random.fold_in(key, 1), policy.params,
-                                               level_generator(policy.cfg), args.cvar, env_params(policy.cfg))
+        sampled = _eval_runner(policy.cfg, args.cvar_episodes, args).evaluate_sampled(
+            jax.random.fold_in(key, 1), policy.params, level_generator(policy.cfg), args.cvar, env_params(policy.cfg))
         rates = sampled.solved_rate[sampled.solvable]
         result["cvar"] = {"levels": int(args.cvar), "unsolvable": int((~sampled.solvable).sum()),
                           "alpha": args.alpha, "episodes": args.cvar_episodes,
                           "mean_solved_rate": float(rates.mean()) if rates.size else float("nan"),
                           "cvar_solved_rate": cvar(rates, args.alpha) if rates.size else float("nan")}
     if args.gif:
-        model = make_model(policy.cfg)
         for i, maze in enumerate(mazes):
-            params_env = maze.params(**obs_options(policy.cfg))
             k_level, k_play = jax.random.split(jax.random.fold_in(key, 1000 + i))
             level = maze.sample(k_level)
-            trace = jax.jit(lambda k, p, lv, pe=params_env: trace_episode(
-                k, model.apply, p, model.initial_carry(1), AMaze(), pe, lv, args.greedy))(k_play, policy.params, level)
+            trace = runner.trace(k_play, policy.params, level, maze.params(**obs_options(policy.cfg)))
             n = int(trace["length"]) + 1
             tile = max(2, min(16, 480 // (max(maze.height, maze.width) + 2)))
-            frames = episode_frames(level, np.asarray(trace["agent_pos"])[:n], np.asarray(trace["agent_dir"])[:n],
-                                    tile_size=tile, agent_view_size=policy.cfg.agent_view_size)
+            frames = episode_frames(level, trace["agent_pos"][:n], trace["agent_dir"][:n], tile_size=tile,
+                                    agent_view_size=policy.cfg.agent_view_size)
             save_gif(frames, out_dir / "gifs" / f"{policy.run}-seed{policy.seed}" / f"{maze.name}.gif")
     return result
 

@@ -209,6 +209,13 @@ class EvalRunner:
                                     optimal[:size], solvable[:size]))
         return _concat(out)
 
+    def trace(self, key, params, level, env_params: MazeParams) -> dict:
+        """One episode on `level` recorded for rendering (see `trace_episode`)."""
+        def run(env_params, key, params, level):
+            return trace_episode(key, self.model.apply, params, self.model.initial_carry(1), self.env, env_params,
+                                 level, self.greedy)
+        return jax.device_get(self._program("trace", run, env_params)(key, params, level))
+
     def evaluate_sampled(self, key, params, generator, num_levels: int, env_params: MazeParams) -> LevelResults:
         """`num_levels` levels drawn from `generator(key) -> Level`, each played `episodes` times."""
         if num_levels < 1:

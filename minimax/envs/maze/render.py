@@ -267,7 +267,7 @@ def save_gif(frames, path, fps: float = 8) -> None:
 
 
 def episode_frames(level, agent_pos, agent_dir, tile_size: int = 16, agent_view_size: int | None = 5,
-                   max_frames: int | None = 300) -> np.ndarray:
+                   max_frames: int | None = 200) -> np.ndarray:
     """uint8[T, h, w, 3]: the frames of an episode on `level` whose agent was at `agent_pos[t]`
     facing `agent_dir[t]` (e.g. from `minimax.runners.eval.trace_episode`, cut to its length).
     With `agent_view_size` the view cone is drawn. Long episodes are subsampled evenly to at
@@ -279,8 +279,17 @@ def episode_frames(level, agent_pos, agent_dir, tile_size: int = 16, agent_view_
                          f"{agent_dir.shape}")
     keep = np.arange(n) if max_frames is None or n <= max_frames else np.unique(
         np.linspace(0, n - 1, max_frames).round().astype(int))
-    walls = np.broadcast_to(np.asarray(level.wall_map), (len(keep),) + np.shape(level.wall_map))
-    goals = np.broadcast_to(np.asarray(level.goal_pos), (len(keep), 2))
-    frames = jax.jit(functools.partial(render_level, tile_size=tile_size, agent_view_size=agent_view_size))(
-        type(level)(wall_map=walls, goal_pos=goals, agent_pos=agent_pos[keep], agent_dir=agent_dir[keep]))
-    return np.asarray(frames)
+    # Rendered at a fixed frame count (padded with the last frame) so episodes of different
+    # lengths share one compiled program.
+    size = len(keep) if max_frames is None else max(max_frames, len(keep))
+    padded = np.concatenate([keep, np.full(size - len(keep), keep[-1])])
+    walls = np.broadcast_to(np.asarray(level.wall_map), (size,) + np.shape(level.wall_map))
+    goals = np.broadcast_to(np.asarray(level.goal_pos), (size, 2))
+    frames = _render_frames(type(level)(wall_map=walls, goal_pos=goals, agent_pos=agent_pos[padded],
+                                        agent_dir=agent_dir[padded]), tile_size, agent_view_size)
+    return np.asarray(frames)[:len(keep)]
+
+
+@functools.partial(jax.jit, static_argnames=("tile_size", "agent_view_size"))
+def _render_frames(levels, tile_size, agent_view_size):
+    return render_level(levels, tile_size=tile_size, agent_view_size=agent_view_size)

@@ -1,0 +1,208 @@
+"""Evaluation: an oracle solves every OOD maze optimally, early stopping, statistics, the evaluate command."""
+
+import json
+import math
+from collections import deque
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from minimax.checkpoint import Checkpointer
+from minimax.config import TrainConfig
+from minimax.envs.maze import AMaze, Level, MazeParams
+from minimax.envs.maze.env import FORWARD, LEFT, RIGHT
+from minimax.envs.maze.level import DIR_TO_VEC
+from minimax.envs.maze.ood import get_maze, get_suite, list_mazes
+from minimax.evaluate import main as evaluate_main
+from minimax.evaluate import summarize
+from minimax.runners.eval import EvalRunner, evaluate_levels
+from minimax.stats import cvar, mean_ci
+
+
+def shortest_actions(level: Level) -> list[int] | None:
+    """Host-side BFS over (x, y, direction): an optimal action sequence, or None if unsolvable."""
+    walls = np.asarray(level.wall_map)
+    h, w = walls.shape
+    goal = tuple(int(v) for v in np.asarray(level.goal_pos))
+    start = (*(int(v) for v in np.asarray(level.agent_pos)), int(level.agent_dir))
+    parent = {start: None}
+    queue = deque([start])
+    while queue:
+        x, y, d = queue.popleft()
+        ax, ay = x + DIR_TO_VEC[d][0], y + DIR_TO_VEC[d][1]
+        if (ax, ay) == goal:  # forward now reaches the goal
+            plan, node = [FORWARD], (x, y, d)
+            while parent[node] is not None:
+                node, action = parent[node]
+                plan.append(action)
+            return plan[::-1]
+        moves = [((x, y, (d - 1) % 4), LEFT), ((x, y, (d + 1) % 4), RIGHT)]
+        if 0 <= ax < w and 0 <= ay < h and not walls[ay, ax]:
+            moves.append(((ax, ay, d), FORWARD))
+        for nxt, action in moves:
+            if nxt not in parent:
+                parent[nxt] = ((x, y, d), action)
+                queue.append(nxt)
+    return None
+
+
+class PlanPolicy:
+    """A 'model' that replays fixed per-env action plans (`params[env, t]`); carry = (t, env)."""
+
+    n_actions = 3
+
+    def initial_carry(self, n):
+        return jnp.zeros((n,), jnp.int32), jnp.arange(n)
+
+    def apply(self, params, carry, obs, reset):
+        t, env = carry
+        action = params[env, jnp.minimum(t, params.shape[1] - 1)]
+        return (t + 1, env), jax.nn.one_hot(action, 3)[None] * 1e9, jnp.zeros((1, t.shape[0]))
+
+
+def test_an_oracle_solves_every_solvable_ood_maze_with_the_optimal_return():
+    runner = EvalRunner(PlanPolicy(), episodes=1, greedy=True, n_actions=3)
+    for name in list_mazes():
+        maze = get_maze(name)
+        n = 1 if maze.is_fixed else 3
+        levels = jax.vmap(maze.sample)(jax.random.split(jax.random.key(hash(name) % 1000), n))
+        plans = [shortest_actions(jax.tree.map(lambda x, i=i: x[i], levels)) for i in range(n)]
+        assert all(p is not None for p in plans), f"{name}: an OOD level without a solution"
+        longest = max(len(p) for p in plans)
+        table = jnp.asarray([p + [LEFT] * (longest - len(p)) for p in plans], jnp.int32)
+        result = runner.evaluate_levels(jax.random.key(0), table, levels, maze.params(n_actions=3))
+        assert result.solved.all(), name
+        np.testing.assert_allclose(result.returns[:, 0], result.optimal_return, rtol=1e-6, err_msg=name)
+        np.testing.assert_allclose(result.optimal_return, [1 - 0.9 * len(p) / maze.max_steps for p in plans],
+                                   rtol=1e-6, err_msg=name)
+        np.testing.assert_array_equal(result.length[:, 0], [len(p) for p in plans])
+        assert result.summary()["gap"] == pytest.approx(0.0, abs=1e-6)
+        if name == "PerfectMazeXL":  # early stop: a fraction of the 20,808-step budget is executed
+            out = jax.jit(lambda lv, tb: evaluate_levels(jax.random.key(0), PlanPolicy().apply, tb,
+                                                         PlanPolicy().initial_carry(n), AMaze(), maze.params(n_actions=3),
+                                                         lv, True, chunk_steps=16))(levels, table)
+            assert int(out["steps"]) == math.ceil(longest / 16) * 16 < maze.max_steps
+
+
+def test_a_policy_that_only_turns_solves_no_maze():
+    runner = EvalRunner(PlanPolicy(), episodes=2, greedy=True, n_actions=3)
+    mazes = get_suite("dcd12")
+    results = runner.evaluate_mazes(jax.random.key(1), jnp.full((2 * len(mazes), 1), LEFT), mazes)
+    for name, result in results.items():
+        assert not result.solved.any() and (result.returns == 0).all(), name
+        assert (result.length == get_maze(name).max_steps).all(), name  # ran to the budget
+
+
+@pytest.mark.parametrize("chunk", [1, 4, 16])
+def test_early_stopping_executes_only_the_steps_the_longest_episode_needs(chunk):
+    params = MazeParams(height=1, width=8, max_steps=64, n_actions=3)
+    levels = [Level.from_text("A" + "." * k + "G" + "." * (6 - k), agent_dir=0) for k in (0, 2, 5)]
+    levels = jax.tree.map(lambda *x: jnp.stack(x), *levels)
+    always_forward = jnp.full((3, 1), FORWARD)
+    out = evaluate_levels(jax.random.key(0), PlanPolicy().apply, always_forward, PlanPolicy().initial_carry(3),
+                          AMaze(), params, levels, True, chunk_steps=chunk)
+    np.testing.assert_array_equal(out["length"], [1, 3, 6])
+    assert out["solved"].all()
+    assert int(out["steps"]) == math.ceil(6 / chunk) * chunk
+
+
+def test_confidence_intervals_and_cvar_match_numpy():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(size=5)
+    mean, low, high = mean_ci(x)
+    half = 2.7764451051977987 * x.std(ddof=1) / np.sqrt(5)  # Student t, 4 degrees of freedom, 97.5%
+    np.testing.assert_allclose([mean, low, high], [x.mean(), x.mean() - half, x.mean() + half], rtol=1e-12)
+    assert math.isnan(mean_ci([0.5])[1]) and mean_ci([0.5])[0] == 0.5
+    y = rng.uniform(size=1000)
+    assert cvar(y, 0.1) == pytest.approx(np.sort(y)[:100].mean())
+    assert cvar(y, 0.0105) == pytest.approx(np.sort(y)[:11].mean())  # ceil(alpha * n) levels
+    assert cvar(y, 1.0) == pytest.approx(y.mean())
+    with pytest.raises(ValueError, match="alpha"):
+        cvar(y, 0.0)
+    runs = [{"mazes": {"A": {"solved_rate": a, "return": a / 2, "length": 1.0, "gap": 0.0},
+                       "B": {"solved_rate": b, "return": b / 2, "length": 1.0, "gap": 0.0}}}
+            for a, b in zip(x, x[::-1])]
+    summary = summarize(runs, [type("M", (), {"name": "A"}), type("M", (), {"name": "B"})])
+    assert summary["A"]["solved_rate"]["ci_high"] == pytest.approx(high)
+    assert summary["suite_mean"]["solved_rate"]["mean"] == pytest.approx(x.mean())
+
+
+TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_actions=3, recurrent_size=16,
+            num_envs=8, num_steps=16, progress=False)
+
+
+def make_run(out_dir, name, seed, **overrides):
+    """A run directory with a config and an initial checkpoint, as train.py would leave it."""
+    from minimax.train import build_runner  # noqa: PLC0415
+
+    cfg = TrainConfig(**{**TINY, "out_dir": str(out_dir), "run_name": name, "seed": seed, **overrides})
+    cfg.run_dir.mkdir(parents=True)
+    cfg.save(cfg.run_dir / "config.json")
+    runner = build_runner(cfg)
+    seeds = cfg.seed_list
+    if len(seeds) == 1:
+        state = runner.init(jax.random.key(seed))
+    else:
+        state = jax.vmap(runner.init)(jax.random.split(jax.random.key(seed), len(seeds)))
+    Checkpointer(cfg.run_dir / "checkpoints").save(7, state, {"update": 7, "cycles": 7, "env_steps": 0})
+    return cfg.run_dir
+
+
+@pytest.fixture(scope="module")
+def run_dirs(tmp_path_factory):
+    """Two single-seed runs with a checkpoint, and the broken inputs the errors test uses."""
+    tmp = tmp_path_factory.mktemp("eval-runs")
+    for s in (0, 1):
+        make_run(tmp, f"r{s}", s)
+    (tmp / "empty").mkdir()
+    fresh = TrainConfig(**{**TINY, "out_dir": str(tmp), "run_name": "fresh"})
+    fresh.run_dir.mkdir()
+    fresh.save(fresh.run_dir / "config.json")
+    (tmp / "bad.txt").write_text("A.X\n..G\n")
+    return tmp
+
+
+def test_evaluate_command_end_to_end(run_dirs, tmp_path, capsys):
+    level_file = tmp_path / "mine.txt"
+    level_file.write_text("name: Corridor\nagent_dir: 0\nA..G\n\nmax_steps: 9\nA#\n.G\n")
+    out = tmp_path / "results"
+    evaluate_main([str(run_dirs / "r0"), str(run_dirs / "r1"), "--suite", "SixteenRooms,FourRooms",
+                   "--levels", str(level_file), "--episodes", "3", "--cvar", "40", "--cvar-episodes", "2", "--gif",
+                   "--out", str(out)])
+    doc = json.loads((out / "results.json").read_text())
+    assert [(r["run"], r["seed"], r["checkpoint"]) for r in doc["runs"]] == [("r0", 0, 7), ("r1", 1, 7)]
+    assert list(doc["runs"][0]["mazes"]) == ["SixteenRooms", "FourRooms", "Corridor", "mine-1"]
+    for r in doc["runs"]:
+        assert r["cvar"]["levels"] == 40 and 0 <= r["cvar"]["unsolvable"] < 40
+        assert r["cvar"]["cvar_solved_rate"] <= r["cvar"]["mean_solved_rate"]
+        corridor = r["mazes"]["Corridor"]
+        assert corridor["optimal_return"] == pytest.approx(1 - 0.9 * 3 / 36)  # 3 forwards, budget 2*3*6
+        assert corridor["gap"] == pytest.approx(corridor["optimal_return"] - corridor["return"])
+        assert r["mazes"]["mine-1"]["optimal_return"] == pytest.approx(1 - 0.9 * 4 / 9)
+    rates = [r["mazes"]["FourRooms"]["return"] for r in doc["runs"]]
+    s = doc["summary"]["FourRooms"]["return"]
+    assert s["n"] == 2 and s["mean"] == pytest.approx(np.mean(rates))
+    if rates[0] != rates[1]:
+        assert s["ci_low"] == pytest.approx(mean_ci(rates)[1])
+    per_run = (out / "per_run.csv").read_text().splitlines()
+    assert per_run[0] == "run,seed,checkpoint,maze,solved_rate,return,length,gap" and len(per_run) == 1 + 2 * 5
+    assert (out / "gifs" / "r0-seed0" / "FourRooms.gif").stat().st_size > 0
+    assert "suite mean" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["{tmp}/nope"], "no run directory"),
+    (["{tmp}/empty"], "is not a run directory (no config.json)"),
+    (["{tmp}/fresh"], "has no checkpoints"),
+    (["{tmp}/r0", "--checkpoint", "3"], "no checkpoint at update 3 (have [7])"),
+    (["{tmp}/r0", "--suite", "SixteenRooms,Nope"], "unknown OOD maze 'Nope'"),
+    (["{tmp}/r0", "--levels", "{tmp}/bad.txt"], "bad.txt, block 1"),
+    (["{tmp}/r0", "--alpha", "0"], "--alpha must be in (0, 1]"),
+])
+def test_bad_inputs_are_one_line_errors(run_dirs, capsys, args, message):
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate_main([a.format(tmp=run_dirs) for a in args])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.startswith("error: ") and err.count("\n") == 1 and message in err, err
