@@ -34,11 +34,14 @@ def _to_storable(tree):
 
 
 def _abstract_storable(abstract_tree):
+    # Shardings, when the abstract state has them, place restored arrays on the run's devices
+    # (each host reads only its shards).
     def convert(x):
+        sharding = getattr(x, "sharding", None)
         if _is_key(x):
             data = jax.eval_shape(jax.random.key_data, x)
-            return jax.ShapeDtypeStruct(data.shape, data.dtype)
-        return jax.ShapeDtypeStruct(x.shape, x.dtype)
+            return jax.ShapeDtypeStruct(data.shape, data.dtype, sharding=sharding)
+        return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding)
     return jax.tree.map(convert, abstract_tree)
 
 
@@ -86,6 +89,23 @@ class Checkpointer:
         state, meta = restored["state"], restored["meta"]
         _check_matches(state, target, where)
         return _from_storable(state, abstract_state), dict(meta or {})
+
+
+def restore_params(directory, step: int | None = None):
+    """`(params, step)`: only the policy parameters of a checkpoint, as saved (a leading seed
+    axis for multi-seed runs), whatever device layout wrote it. For evaluation."""
+    checkpoints = Checkpointer(directory)
+    step = checkpoints.latest_step() if step is None else int(step)
+    if step is None or step not in checkpoints.steps():
+        raise CheckpointError(f"no checkpoint for update {step} in {checkpoints.directory} (have {checkpoints.steps()})")
+    where = checkpoints.directory / str(step)
+    try:
+        restored = checkpoints._manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore()))
+        params = restored["state"]["train_state"]["params"]
+    except Exception as e:  # noqa: BLE001 (orbax raises many types)
+        raise CheckpointError(f"checkpoint {where} is corrupt or holds no policy parameters: "
+                              f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
+    return jax.tree.map(np.asarray, params), step
 
 
 def _check_matches(state, target, where) -> None:

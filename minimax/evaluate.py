@@ -23,7 +23,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from minimax.checkpoint import Checkpointer, CheckpointError
+from minimax.checkpoint import Checkpointer, CheckpointError, restore_params
 from minimax.config import ConfigError, TrainConfig
 from minimax.envs.maze.level import InvalidLevelError
 from minimax.envs.maze.ood import get_suite, load_level_file
@@ -51,8 +51,6 @@ class Policy:
 
 def load_policies(run_dir, step: int | None = None) -> list[Policy]:
     """The policies a run directory holds at checkpoint `step` (default: the latest)."""
-    from minimax.train import build_runner  # noqa: PLC0415 (train imports much; only needed here)
-
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise EvaluateError(f"no run directory {run_dir}")
@@ -67,16 +65,11 @@ def load_policies(run_dir, step: int | None = None) -> list[Policy]:
         raise EvaluateError(f"{run_dir} has no checkpoints")
     if step is not None and step not in checkpoints.steps():
         raise EvaluateError(f"{run_dir} has no checkpoint at update {step} (have {checkpoints.steps()})")
-    runner = build_runner(cfg)
-    seeds = cfg.seed_list
-    init = runner.init if len(seeds) == 1 else jax.vmap(runner.init)
-    keys = jax.random.key(0) if len(seeds) == 1 else jax.random.split(jax.random.key(0), len(seeds))
     try:
-        state, meta = checkpoints.restore(jax.eval_shape(init, keys), step)
+        params, step = restore_params(run_dir / "checkpoints", step)
     except CheckpointError as e:
         raise EvaluateError(str(e)) from None
-    step = int(meta.get("update", checkpoints.latest_step() if step is None else step))
-    params = state.train_state.params
+    seeds = cfg.seed_list
     if len(seeds) == 1:
         return [Policy(run_dir.name, seeds[0], step, cfg, params)]
     return [Policy(run_dir.name, s, step, cfg, jax.tree.map(lambda x, i=i: x[i], params))

@@ -50,6 +50,22 @@ class RunLogger:
         if self._wandb is not None:
             self._wandb.log({k: v for k, v in row.items() if v is not None}, step=int(row["update"]))
 
+    def log_rows(self, rows: list[dict]) -> None:
+        """Several rows of one log step (one per seed, then their mean: `seed` is `"mean"`).
+        W&B gets one entry: the mean row's values as they are, each seed's under `seed<s>/`."""
+        if len(rows) == 1:
+            return self.log(rows[0])
+        rows = [{k: _clean(v) for k, v in row.items()} for row in rows]
+        with self.jsonl_path.open("a") as f:
+            f.writelines(json.dumps(row) + "\n" for row in rows)
+        self._write_csv(rows, mode="a")
+        if self._wandb is not None:
+            entry = {}
+            for row in rows:
+                prefix = "" if row.get("seed") == "mean" else f"seed{row.get('seed')}/"
+                entry.update({prefix + k: v for k, v in row.items() if v is not None and k != "seed"})
+            self._wandb.log(entry, step=int(rows[0]["update"]))
+
     def _write_csv(self, rows, mode):
         new_file = mode == "w" or not self.csv_path.exists()
         with self.csv_path.open(mode, newline="") as f:

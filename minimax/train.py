@@ -19,6 +19,7 @@ import sys
 import time
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import tyro
 
@@ -34,6 +35,9 @@ from minimax.run_logs import RunLogger
 from minimax.runners import DRRunner
 from minimax.runners.plr import CurriculumConfig, PLRRunner
 from minimax.runners.eval import SuiteEvaluator
+from minimax.devices import (DeviceError, DeviceLayout, distribute_init, distribute_step, initialize_distributed,
+                             plan_layout, seed_params, to_host)
+from minimax.parallel import NO_SHARD, Shard
 
 # Options a resumed run may change: they do not alter what an update computes.
 RESUME_OVERRIDABLE = {"resume", "num_updates", "progress", "wandb", "wandb_project", "keep_checkpoints",
@@ -93,14 +97,31 @@ def curriculum_config(cfg: TrainConfig) -> CurriculumConfig:
                             mutation_subsample=cfg.mutation_subsample)
 
 
-def build_runner(cfg: TrainConfig):
+def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD):
+    """The runner of `cfg` for one seed; `shard`: its device's part of a data-parallel mesh."""
     args = (AMaze(), env_params(cfg), level_generator(cfg), make_model(cfg), ppo_config(cfg), cfg.num_envs,
             cfg.num_steps)
     if cfg.method == "dr":
-        return DRRunner(*args)
+        return DRRunner(*args, shard=shard)
     mutator = make_mutator(cfg.mutator, cfg.n_mutations) if cfg.method in MUTATION_METHODS else None
     return PLRRunner(*args, buffer=buffer_config(cfg), curriculum=curriculum_config(cfg), mutator=mutator,
-                     level_metrics=env_metrics)
+                     level_metrics=env_metrics, shard=shard, global_buffer=cfg.global_buffer)
+
+
+def device_layout(cfg: TrainConfig) -> DeviceLayout:
+    """Seeds and devices of `cfg` as a mesh; bad combinations are `DeviceError`s naming the flags."""
+    per_device_buffer = cfg.method != "dr" and not cfg.global_buffer
+    return plan_layout(cfg.seed_list, cfg.devices, cfg.num_envs, cfg.buffer_size if per_device_buffer else None,
+                       cfg.mutation_subsample if cfg.method in MUTATION_METHODS else 0)
+
+
+def seed_keys(layout: DeviceLayout):
+    """`(init keys, eval keys)`: per seed s, the split of `key(s)`, so a seed trains the same
+    alone or with others."""
+    keys = [jax.random.split(jax.random.key(s)) for s in layout.seeds]
+    if not layout.multi_seed:
+        return keys[0][0], [keys[0][1]]
+    return jnp.stack([k[0] for k in keys]), [k[1] for k in keys]
 
 
 def make_chunk(runner, length: int):
@@ -150,13 +171,12 @@ def summarize(metrics: dict) -> dict:
     return row
 
 
-def metric_columns(runner, state_abstract, evaluator) -> list[str]:
-    _, metrics = jax.eval_shape(runner.step, state_abstract)
-    row = summarize({k: np.zeros((1,), v.dtype) for k, v in metrics.items()})
+def metric_columns(metrics_abstract, evaluator, multi_seed: bool) -> list[str]:
+    row = summarize({k: np.zeros((1,), v.dtype) for k, v in metrics_abstract.items()})
     columns = ["update", "cycles", "env_steps", "time_s", "sps"] + [k for k in row if k not in ("env_steps", "cycles")]
     if evaluator is not None:
         columns += [f"eval/{n}" for n in evaluator.metric_names]
-    return columns
+    return (["seed"] if multi_seed else []) + columns
 
 
 # --------------------------------------------------------------------------- the loop
@@ -178,69 +198,126 @@ def prepare_run_dir(cfg: TrainConfig):
     return run_dir
 
 
+def _sync(name: str) -> None:
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils  # noqa: PLC0415
+
+        multihost_utils.sync_global_devices(name)
+
+
+def seed_rows(metrics: dict, layout: DeviceLayout) -> list[dict]:
+    """A chunk's metrics -> one summarized row per seed."""
+    metrics = to_host(metrics)
+    if not layout.multi_seed:
+        return [summarize(metrics)]
+    return [summarize({k: v[i] for k, v in metrics.items()}) for i in range(len(layout.seeds))]
+
+
+def mean_row(rows: list[dict]) -> dict:
+    """The across-seed mean of per-seed rows (NaN entries ignored), marked `seed: "mean"`."""
+    out = {"seed": "mean"}
+    for k in rows[0]:
+        if k == "seed":
+            continue
+        values = [r[k] for r in rows if isinstance(r.get(k), (int, float)) and r[k] == r[k]]
+        out[k] = float(np.mean(values)) if values else float("nan")
+        if all(isinstance(r.get(k), int) for r in rows):
+            out[k] = rows[0][k] if len({r[k] for r in rows}) == 1 else out[k]
+    return out
+
+
 def train(cfg: TrainConfig) -> dict:
-    """Run (or resume) the experiment `cfg` describes; returns the last log row."""
-    runner = build_runner(cfg)  # first: a runner that cannot be built must not leave a run directory behind
-    run_dir = prepare_run_dir(cfg)
+    """Run (or resume) the experiment `cfg` describes; returns the last log row (with several
+    seeds, the across-seed mean row)."""
+    initialize_distributed(cfg.coordinator_address, cfg.num_processes, cfg.process_id)
+    layout = device_layout(cfg)
+    if not cfg.resume:
+        cfg = dataclasses.replace(cfg, devices=layout.devices)  # the config records the devices used
+    runner = build_runner(cfg, layout.shard)  # first: a bad setup must not leave a run directory behind
+    lead = jax.process_index() == 0  # only process 0 writes logs and the config
+    run_dir = prepare_run_dir(cfg) if lead else cfg.run_dir
+    _sync("run directory ready")
     evaluator = (SuiteEvaluator(make_model(cfg), cfg.eval_suite, cfg.eval_episodes, cfg.eval_greedy,
-                                **obs_options(cfg)) if cfg.eval_every else None)
-    key_init, key_eval = jax.random.split(jax.random.key(cfg.seed))
+                                **obs_options(cfg)) if cfg.eval_every and lead else None)
+    init_keys, eval_keys = seed_keys(layout)
     checkpoints = Checkpointer(run_dir / "checkpoints", keep=cfg.keep_checkpoints)
-    abstract = jax.eval_shape(runner.init, key_init)
+    init = jax.jit(distribute_init(runner, runner.state_type, layout))
+    abstract = jax.eval_shape(init, init_keys)
 
     if cfg.resume:
         if checkpoints.latest_step() is None:
             raise RunError(f"--resume: {run_dir} has no checkpoint yet; start it again without --resume "
                            f"(with --overwrite)")
         state, meta = checkpoints.restore(abstract)
-        update, cycles, env_steps = int(meta["update"]), int(meta["cycles"]), int(meta["env_steps"])
+        update = int(meta["update"])
+        # Per-seed counters (cycles and env steps differ between seeds of the PLR family).
+        cycles, env_steps = (np.broadcast_to(np.asarray(meta[k], np.int64), (len(layout.seeds),)).copy()
+                             for k in ("cycles", "env_steps"))
     else:
-        state = jax.jit(runner.init)(key_init)
-        update = cycles = env_steps = 0
-
-    logger = RunLogger(run_dir, metric_columns(runner, abstract, evaluator),
-                       wandb_config=cfg.to_dict() if cfg.wandb else None, wandb_project=cfg.wandb_project,
-                       run_name=cfg.name, resume=cfg.resume)
-    if cfg.resume:
-        logger.truncate_after(update)
+        state = init(init_keys)
+        update = 0
+        cycles, env_steps = np.zeros(len(layout.seeds), np.int64), np.zeros(len(layout.seeds), np.int64)
 
     programs: dict[int, object] = {}
+
+    def chunk_program(length):
+        return distribute_step(make_chunk(runner, length), runner, runner.state_type, layout)
 
     def program(length):
         if length not in programs:
             t0 = time.perf_counter()
-            programs[length] = jax.jit(make_chunk(runner, length), donate_argnums=0).lower(state).compile()
-            print(f"compiled a chunk of {length} updates in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+            programs[length] = jax.jit(chunk_program(length), donate_argnums=0).lower(state).compile()
+            if lead:
+                print(f"compiled a chunk of {length} updates in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
         return programs[length]
 
+    logger = None
+    if lead:
+        metrics_abstract = jax.eval_shape(chunk_program(1), abstract)[1]
+        if layout.multi_seed:
+            metrics_abstract = {k: jax.ShapeDtypeStruct(v.shape[1:], v.dtype) for k, v in metrics_abstract.items()}
+        logger = RunLogger(run_dir, metric_columns(metrics_abstract, evaluator, layout.multi_seed),
+                           wandb_config=cfg.to_dict() if cfg.wandb else None, wandb_project=cfg.wandb_project,
+                           run_name=cfg.name, resume=cfg.resume)
+        if cfg.resume:
+            logger.truncate_after(update)
+
     row: dict = {}
-    progress = Progress(cfg.num_updates, update, env_steps, enabled=cfg.progress)
+    progress = Progress(cfg.num_updates, update, int(env_steps.sum()), enabled=cfg.progress and lead)
     try:
         while update < cfg.num_updates:
             length = min(cfg.log_every, cfg.num_updates - update)
             run_chunk = program(length)
             t0 = time.perf_counter()
             state, metrics = run_chunk(state)
-            metrics = jax.device_get(metrics)  # waits for the chunk
+            rows = seed_rows(metrics, layout)  # waits for the chunk
             seconds = time.perf_counter() - t0
-            row = summarize(metrics)
-            update += row["gradient_updates"]
-            cycles += row["cycles"]
-            env_steps += row["env_steps"]
-            row = {"update": update, "cycles": cycles, "env_steps": env_steps, "time_s": seconds,
-                   "sps": row["env_steps"] / seconds,
-                   **{k: v for k, v in row.items() if k not in ("env_steps", "cycles")}}
+            update += rows[0]["gradient_updates"]  # one per step for every runner and seed
+            cycles += [r["cycles"] for r in rows]
+            env_steps += [r["env_steps"] for r in rows]
+            sps = sum(r["env_steps"] for r in rows) / seconds  # the whole program's throughput
+            rows = [{**({"seed": s} if layout.multi_seed else {}), "update": update, "cycles": int(cycles[i]),
+                     "env_steps": int(env_steps[i]), "time_s": seconds, "sps": sps,
+                     **{k: v for k, v in r.items() if k not in ("env_steps", "cycles")}}
+                    for i, (s, r) in enumerate(zip(layout.seeds, rows))]
             final = update >= cfg.num_updates
-            if evaluator is not None and (update % cfg.eval_every == 0 or final):
-                params = state.train_state.params
-                row.update({f"eval/{k}": v for k, v in evaluator(jax.random.fold_in(key_eval, update), params).items()})
-            logger.log(row)
+            if cfg.eval_every and (update % cfg.eval_every == 0 or final):
+                params = seed_params(state.train_state.params, layout)  # every process takes part
+                if evaluator is not None:
+                    for r, p, k in zip(rows, params, eval_keys):
+                        r.update({f"eval/{n}": v for n, v in evaluator(jax.random.fold_in(k, update), p).items()})
+            row = mean_row(rows) if layout.multi_seed else rows[0]
+            if logger is not None:
+                logger.log_rows(rows + ([row] if layout.multi_seed else []))
             if (cfg.checkpoint_every and update % cfg.checkpoint_every == 0) or final:
-                checkpoints.save(update, state, {"update": update, "cycles": cycles, "env_steps": env_steps})
-            progress.advance(update, env_steps, row["sps"], row.get("train/return"))
+                counts = (lambda a: a.tolist()) if layout.multi_seed else (lambda a: int(a[0]))
+                checkpoints.save(update, state, {"update": update, "cycles": counts(cycles),
+                                                 "env_steps": counts(env_steps)})
+            progress.advance(update, int(env_steps.sum()), row["sps"], row.get("train/return"))
     finally:
         progress.close()
-        logger.close()
+        if logger is not None:
+            logger.close()
     return row
 
 
@@ -311,6 +388,6 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cfg = parse_config(argv)
         train(cfg)
-    except (ConfigError, RunError, CheckpointError) as e:
+    except (ConfigError, RunError, CheckpointError, DeviceError) as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None

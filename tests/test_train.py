@@ -38,7 +38,8 @@ def reference_run(tmp_path_factory):
 
 def test_a_run_writes_config_logs_evaluations_and_checkpoints(reference_run):
     run_dir = reference_run.run_dir
-    assert TrainConfig.load(run_dir / "config.json") == reference_run
+    # The saved config is the resolved one: --devices 0 (all) becomes the device count used.
+    assert TrainConfig.load(run_dir / "config.json") == dataclasses.replace(reference_run, devices=len(jax.devices()))
     rows = read_rows(run_dir)
     assert [r["update"] for r in rows] == [5, 10, 15, 20]
     assert [r["env_steps"] for r in rows] == [5 * 8 * 16 * k for k in (1, 2, 3, 4)]

@@ -5,6 +5,12 @@ minibatch holds whole sequences and is replayed through the recurrent core from 
 carry stored at its first step (resets inside the sequence zero it where episodes
 begin). Advantages are normalised per minibatch.
 
+Data parallel (`shard`, inside `jax.shard_map`): each device holds a slice of the envs;
+gradients, advantage moments and statistics are averaged over the devices, so with one
+minibatch an update equals the single-device update on the whole batch. With several
+minibatches each device splits its own envs by the same permutation (minibatch k is the
+union of every device's k-th part): the same distribution, not the same split.
+
 Flags on a rollout (see `minimax.runners.rollout.Rollout`): `done[t]` means the episode
 ended with transition t (no bootstrap from t + 1); `reset[t]` means observation t starts
 an episode (the recurrent carry is zeroed before it).
@@ -19,6 +25,8 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 from flax.training.train_state import TrainState
+
+from minimax.parallel import NO_SHARD, Shard
 
 
 @struct.dataclass
@@ -95,7 +103,7 @@ class PPOBatch:
     init_carry: Any  # [N, ...]: the recurrent carry before step 0
 
 
-def ppo_loss(params, apply_fn, batch: PPOBatch, cfg: PPOConfig):
+def ppo_loss(params, apply_fn, batch: PPOBatch, cfg: PPOConfig, shard: Shard = NO_SHARD):
     """Clipped surrogate + value loss (clipped around the old values) - entropy bonus."""
     _, logits, values = apply_fn(params, batch.init_carry, batch.obs, batch.reset)
     log_pi = jax.nn.log_softmax(logits)
@@ -103,7 +111,9 @@ def ppo_loss(params, apply_fn, batch: PPOBatch, cfg: PPOConfig):
     entropy = -jnp.sum(jnp.exp(log_pi) * log_pi, axis=-1).mean()
 
     adv = batch.advantages
-    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+    mean = shard.mean(adv.mean())
+    std = jnp.sqrt(shard.mean(jnp.mean(jnp.square(adv - mean))))
+    adv = (adv - mean) / (std + 1e-8)
     log_ratio = log_probs - batch.log_probs
     ratio = jnp.exp(log_ratio)
     clipped_ratio = jnp.clip(ratio, 1.0 - cfg.clip_eps, 1.0 + cfg.clip_eps)
@@ -126,13 +136,16 @@ def ppo_loss(params, apply_fn, batch: PPOBatch, cfg: PPOConfig):
     return loss, stats
 
 
-def explained_variance(values, targets):
+def explained_variance(values, targets, shard: Shard = NO_SHARD):
     """`1 - Var(targets - values) / Var(targets)` (0 when the targets do not vary)."""
-    var = jnp.var(targets)
-    return jnp.where(var > 0, 1.0 - jnp.var(targets - values) / jnp.where(var > 0, var, 1.0), 0.0)
+    def var(x):
+        mean = shard.mean(x.mean())
+        return shard.mean(jnp.mean(jnp.square(x - mean)))
+    v = var(targets)
+    return jnp.where(v > 0, 1.0 - var(targets - values) / jnp.where(v > 0, v, 1.0), 0.0)
 
 
-def ppo_update(key, train_state: TrainState, batch: PPOBatch, cfg: PPOConfig):
+def ppo_update(key, train_state: TrainState, batch: PPOBatch, cfg: PPOConfig, shard: Shard = NO_SHARD):
     """`n_epochs x n_minibatches` gradient steps; metrics averaged over them."""
     n_envs = batch.actions.shape[1]
     mb_size = n_envs // cfg.n_minibatches
@@ -147,7 +160,8 @@ def ppo_update(key, train_state: TrainState, batch: PPOBatch, cfg: PPOConfig):
     def gradient_step(train_state, perm_slice):
         # One minibatch is the whole batch: skip the (order-only) gather.
         mb = batch if cfg.n_minibatches == 1 else minibatch(perm_slice)
-        grads, stats = jax.grad(ppo_loss, has_aux=True)(train_state.params, train_state.apply_fn, mb, cfg)
+        grads, stats = jax.grad(ppo_loss, has_aux=True)(train_state.params, train_state.apply_fn, mb, cfg, shard)
+        grads, stats = shard.mean((grads, stats))
         stats["grad_norm"] = optax.tree.norm(grads)
         stats["learning_rate"] = learning_rate_schedule(cfg)(train_state.step)
         return train_state.apply_gradients(grads=grads), stats
@@ -156,5 +170,5 @@ def ppo_update(key, train_state: TrainState, batch: PPOBatch, cfg: PPOConfig):
     slices = perms.reshape(cfg.n_epochs * cfg.n_minibatches, mb_size)
     train_state, stats = jax.lax.scan(gradient_step, train_state, slices)
     metrics = jax.tree.map(jnp.mean, stats)
-    metrics["explained_variance"] = explained_variance(batch.values, batch.targets)
+    metrics["explained_variance"] = explained_variance(batch.values, batch.targets, shard)
     return train_state, metrics

@@ -24,6 +24,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from minimax.parallel import NO_SHARD, Shard
+
 
 # --------------------------------------------------------------------------- spaces
 
@@ -209,13 +211,18 @@ class GenerateAutoReset(Wrapper):
     when any member needs a refill, which costs extra generation but stays exact.
 
     `reset(key, params) -> (obs[N], state)`, `step(key, state, actions[N], params)`.
+
+    Sharded (`shard`, inside `jax.shard_map`): `num_envs` is this device's envs; the pool is
+    the global batch's, replicated on every device, and a device's finished envs take the
+    slots after those of the devices before it, so every env gets the level it would get
+    on one device.
     """
 
     def __init__(self, env: Environment, generator: Callable, num_envs: int,
-                 pool_size: int | None = None):
+                 pool_size: int | None = None, shard: Shard = NO_SHARD):
         if int(num_envs) < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-        pool_size = int(num_envs if pool_size is None else pool_size)
+        pool_size = int(num_envs * shard.size if pool_size is None else pool_size)
         if pool_size < num_envs:
             raise ValueError(
                 f"pool_size ({pool_size}) must be >= num_envs ({num_envs}): one step can end every episode")
@@ -223,6 +230,7 @@ class GenerateAutoReset(Wrapper):
         self.generator = generator
         self.num_envs = int(num_envs)
         self.pool_size = pool_size
+        self.shard = shard
 
     def _generate(self, key, n):
         return jax.vmap(self.generator)(jax.random.split(key, n))
@@ -233,7 +241,7 @@ class GenerateAutoReset(Wrapper):
 
     def reset(self, key, params):
         key_levels, key_pool = jax.random.split(key)
-        levels = self._generate(key_levels, self.num_envs)
+        levels = self.shard.local(self._generate(key_levels, self.num_envs * self.shard.size), self.num_envs)
         return self.reset_to_levels(key_pool, levels, params)
 
     def reset_to_levels(self, key, levels, params):
@@ -245,10 +253,11 @@ class GenerateAutoReset(Wrapper):
         return jax.vmap(self.env.get_obs, in_axes=(0, None))(env_state, params), state
 
     def step(self, key, state: GenerateState, actions, params):
-        keys = jax.random.split(key, self.num_envs)
+        keys = self.shard.env_keys(key, self.num_envs)
         env_state, reward, done, info = jax.vmap(self.env.step_env, in_axes=(0, 0, 0, None))(
             keys, state.env_state, actions, params)
-        n_done = jnp.sum(done, dtype=jnp.int32)
+        n_local = jnp.sum(done, dtype=jnp.int32)
+        n_done = self.shard.sum(n_local)  # finished this step, over every device
 
         def needs_refill(carry):
             _, used, _ = carry
@@ -263,7 +272,8 @@ class GenerateAutoReset(Wrapper):
             needs_refill, refill, (state.pool, state.pool_used, state.pool_key))
 
         # The k-th env to finish this step takes pool[used + k].
-        slot = jnp.clip(used + jnp.cumsum(done, dtype=jnp.int32) - 1, 0, self.pool_size - 1)
+        first = used + self.shard.offset(n_local)
+        slot = jnp.clip(first + jnp.cumsum(done, dtype=jnp.int32) - 1, 0, self.pool_size - 1)
         fresh = jax.tree.map(lambda x: x[slot], pool)
         env_state = tree_select(done, fresh, env_state)
         obs = jax.vmap(self.env.get_obs, in_axes=(0, None))(env_state, params)

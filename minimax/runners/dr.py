@@ -9,6 +9,11 @@ observation's value bootstraps the advantages of episodes still running.
 Runner contract (every runner follows it): `init(key) -> state` and
 `step(state) -> (state, metrics)`, both pure, jittable and vmappable; `metrics` is a
 flat dict of scalars (`*_sum` entries are sums, to be divided by `episodes`).
+
+Data parallel: built with `shard` (see `minimax.parallel`), a runner is the per-device
+program of a `jax.shard_map`: `num_envs` stays the global batch, each device steps
+`num_envs / shard.size` envs, and metrics come out as global sums and means, the same on
+every device.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from flax.training.train_state import TrainState
 
 from minimax.agents.ppo import PPOConfig, create_train_state, ppo_update
 from minimax.envs.environment import GenerateAutoReset
+from minimax.parallel import NO_SHARD, Shard
 from minimax.runners.rollout import EnvStream, collect_rollout, episode_metrics, ppo_batch, start_stream
 
 
@@ -33,26 +39,47 @@ class DRState:
     updates: jax.Array  # int32: PPO updates done
 
 
+def reduce_metrics(metrics: dict, shard: Shard) -> dict:
+    """Per-device metrics -> global ones: counters and `*_sum` / `*_count` entries are summed
+    over devices, everything else averaged (PPO statistics already are)."""
+    def reduce(name, value):
+        if name in ("episodes",) or name.endswith(("_sum", "_count", "/count")):
+            return shard.sum(value)
+        return shard.mean(value)
+    return {k: reduce(k, v) for k, v in metrics.items()}
+
+
 class DRRunner:
-    def __init__(self, env, env_params, generator, model, ppo: PPOConfig, num_envs: int, num_steps: int):
-        self.env, self.env_params, self.model, self.ppo = env, env_params, model, ppo
+    state_type = DRState
+
+    def __init__(self, env, env_params, generator, model, ppo: PPOConfig, num_envs: int, num_steps: int,
+                 shard: Shard = NO_SHARD):
+        if num_envs % shard.size:
+            raise ValueError(f"num_envs ({num_envs}) must be divisible by the device count ({shard.size})")
+        self.env, self.env_params, self.model, self.ppo, self.shard = env, env_params, model, ppo, shard
         self.num_envs, self.num_steps = int(num_envs), int(num_steps)
-        self.auto_reset = GenerateAutoReset(env, generator, self.num_envs)
+        self.local_envs = self.num_envs // shard.size
+        self.auto_reset = GenerateAutoReset(env, generator, self.local_envs, shard=shard)
+
+    @property
+    def local_fields(self) -> tuple[str, ...]:
+        """State fields that differ per device (a leading device axis in the global state)."""
+        return ("stream",) if self.shard.sharded else ()
 
     @property
     def env_steps_per_update(self) -> int:
-        return self.num_envs * self.num_steps
+        return self.num_envs * self.num_steps  # over every device
 
     def init_params(self, key, obs) -> Any:
-        carry = self.model.initial_carry(self.num_envs)
-        reset = jnp.ones((1, self.num_envs), bool)
+        carry = self.model.initial_carry(self.local_envs)
+        reset = jnp.ones((1, self.local_envs), bool)
         return self.model.init(key, carry, jax.tree.map(lambda x: x[None], obs), reset)
 
     def init(self, key) -> DRState:
         k_model, k_env, k_run = jax.random.split(key, 3)
         obs, env_state = self.auto_reset.reset(k_env, self.env_params)
         train_state = create_train_state(self.model.apply, self.init_params(k_model, obs), self.ppo)
-        stream = start_stream(env_state, obs, self.model.initial_carry(self.num_envs))
+        stream = start_stream(env_state, obs, self.model.initial_carry(self.local_envs))
         return DRState(train_state=train_state, stream=stream, key=k_run, updates=jnp.zeros((), jnp.int32))
 
     def env_step(self, key, env_state, actions):
@@ -62,10 +89,10 @@ class DRRunner:
         key, k_rollout, k_update = jax.random.split(state.key, 3)
         ts = state.train_state
         rollout, stream = collect_rollout(k_rollout, ts.apply_fn, ts.params, self.env_step, state.stream,
-                                          self.num_steps)
+                                          self.num_steps, self.shard)
         batch = ppo_batch(rollout, self.ppo.gamma, self.ppo.gae_lambda)
-        ts, metrics = ppo_update(k_update, ts, batch, self.ppo)
-        metrics.update(episode_metrics(rollout))
+        ts, metrics = ppo_update(k_update, ts, batch, self.ppo, self.shard)
+        metrics.update(reduce_metrics(episode_metrics(rollout), self.shard))
         metrics["env_steps"] = jnp.asarray(self.env_steps_per_update, jnp.int32)
         metrics["gradient_updates"] = jnp.ones((), jnp.int32)
         metrics["cycles"] = jnp.ones((), jnp.int32)

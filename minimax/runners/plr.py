@@ -19,6 +19,14 @@ count every rollout and every simulated step, gradient-free ones included.
 
 A level from a replay is scored and its buffer entry updated before any newcomer is
 inserted, so a replayed level is never evicted before its new score is known.
+
+Data parallel (`shard`, inside `jax.shard_map` over D devices): each device plays
+`num_envs / D` envs of every group. By default each device keeps its own buffer of
+capacity K / D, filled and scored only with its own levels (the minimax report's
+synchronous data-parallel variant); with `global_buffer` one buffer of capacity K is
+replicated on every device and updated with every device's levels (gathered). Either way
+the replay decision is the same on every device (one key; "ready" means every device's
+buffer is ready), so all devices take the same branch and train on the same update.
 """
 
 from __future__ import annotations
@@ -32,12 +40,14 @@ from flax import struct
 from flax.training.train_state import TrainState
 
 from minimax.agents.ppo import PPOConfig, compute_gae, create_train_state, ppo_update
-from minimax.curricula.level_buffer import (BufferConfig, LevelBuffer, buffer_stats, init_buffer, insert,
-                                            replay_decision, sample_replay, update_scores)
+from minimax.curricula.level_buffer import (BufferConfig, LevelBuffer, buffer_stats, fill_ratio, init_buffer,
+                                            insert, sample_replay, update_scores)
 from minimax.curricula.scores import ScoreInputs, rollout_max_return, score_levels
 from minimax.curricula.training_set import (TrainingSet, draw_new_seeds, init_training_set, level_from_seed,
                                             replay_probability)
 from minimax.envs.environment import ReplayAutoReset
+from minimax.parallel import NO_SHARD, Shard
+from minimax.runners.dr import reduce_metrics
 from minimax.runners.rollout import (Rollout, collect_rollout, env_slice, episode_metrics, ppo_batch, rollout_envs,
                                     start_stream)
 
@@ -83,16 +93,31 @@ class PLRRunner:
     the logs (walls, shortest path, solvable...), reported per group: new, replay, mutated.
     """
 
+    state_type = PLRState
+
     def __init__(self, env, env_params, generator: Callable, model, ppo: PPOConfig, num_envs: int, num_steps: int,
                  buffer: BufferConfig, curriculum: CurriculumConfig, mutator: Callable | None = None,
-                 level_metrics: Callable | None = None):
+                 level_metrics: Callable | None = None, shard: Shard = NO_SHARD, global_buffer: bool = False):
         if curriculum.method in MUTATION_METHODS and mutator is None:
             raise ValueError(f"{curriculum.method} needs a mutator")
+        d = shard.size
+        if num_envs % d:
+            raise ValueError(f"num_envs ({num_envs}) must be divisible by the device count ({d})")
+        if not global_buffer and buffer.capacity % d:
+            raise ValueError(f"buffer capacity ({buffer.capacity}) must be divisible by the device count ({d}) "
+                             f"for per-device buffers (or use one global buffer)")
         q = curriculum.mutation_subsample
         if q and not 1 <= q <= num_envs:
             raise ValueError(f"mutation_subsample must be in [1, num_envs={num_envs}] or 0, got {q}")
+        if q % d:
+            raise ValueError(f"mutation_subsample ({q}) must be divisible by the device count ({d}): "
+                             f"each device mutates its best q / D replayed levels")
         self.env, self.env_params, self.generator, self.model, self.ppo = env, env_params, generator, model, ppo
         self.num_envs, self.num_steps = int(num_envs), int(num_steps)
+        self.shard, self.global_buffer = shard, bool(global_buffer)
+        self.n = self.num_envs // d  # envs per group on this device
+        self.capacity = buffer.capacity if global_buffer else buffer.capacity // d
+        buffer = dataclasses.replace(buffer, capacity=self.capacity)
         self.buffer_cfg, self.cur, self.mutator, self.level_metrics = buffer, curriculum, mutator, level_metrics
         self.replay_env = ReplayAutoReset(env)
         self.method = curriculum.method
@@ -103,15 +128,20 @@ class PLRRunner:
     def envs_per_rollout(self) -> int:
         return self.num_envs * {"parallel_plr": 2, "parallel_accel": 3}.get(self.method, 1)
 
+    @property
+    def local_fields(self) -> tuple[str, ...]:
+        """State fields that differ per device (a leading device axis in the global state)."""
+        return () if self.global_buffer or not self.shard.sharded else ("buffer",)
+
     def init(self, key) -> PLRState:
         k_model, k_level, k_run = jax.random.split(key, 3)
         level = self.generator(k_level)
         state0 = self.env.init_state(level, self.env_params)
-        obs = jax.tree.map(lambda x: jnp.broadcast_to(x, (self.num_envs,) + x.shape),
+        obs = jax.tree.map(lambda x: jnp.broadcast_to(x, (self.n,) + x.shape),
                            self.env.get_obs(state0, self.env_params))
-        carry = self.model.initial_carry(self.num_envs)
+        carry = self.model.initial_carry(self.n)
         params = self.model.init(k_model, carry, jax.tree.map(lambda x: x[None], obs),
-                                 jnp.ones((1, self.num_envs), bool))
+                                 jnp.ones((1, self.n), bool))
         return PLRState(train_state=create_train_state(self.model.apply, params, self.ppo),
                         buffer=init_buffer(level, self.buffer_cfg.capacity),
                         training_set=init_training_set(max(self.cur.train_levels, 1)),
@@ -120,20 +150,46 @@ class PLRRunner:
     # ------------------------------------------------------------------ pieces
 
     def new_levels(self, key, training_set: TrainingSet, n: int):
-        """`n` new levels: fresh from the generator, or unseen seeds of the training set."""
+        """This device's `n` of the global batch's new levels: fresh from the generator, or
+        unseen seeds of the (replicated) training set."""
         if self.cur.train_levels:
-            training_set, seeds = draw_new_seeds(key, training_set, n)
+            training_set, seeds = draw_new_seeds(key, training_set, n * self.shard.size)
+            seeds = self.shard.local(seeds, n)
             return training_set, jax.vmap(lambda s: level_from_seed(self.generator, s))(seeds)
-        return training_set, jax.vmap(self.generator)(jax.random.split(key, n))
+        return training_set, jax.vmap(self.generator)(self.shard.env_keys(key, n))
 
     def decide_replay(self, key, buffer: LevelBuffer, training_set: TrainingSet):
+        """Bernoulli(replay_prob) once every device's buffer is `min_fill_ratio` full (never
+        while one is empty); the key is shared, so every device decides the same."""
         p = self.cur.replay_prob
         if self.cur.train_levels:
             p = replay_probability(training_set, self.cur.replay_schedule, p)
-        return replay_decision(key, buffer, p, self.cur.min_fill_ratio)
+        ready = self.shard.all((fill_ratio(buffer) >= self.cur.min_fill_ratio) & buffer.filled.any())
+        return ready & jax.random.bernoulli(key, p)
+
+    # Buffer operations: per-device buffers see this device's levels; a global buffer sees
+    # every device's (gathered) and so stays identical on all devices.
+
+    def _sample(self, key, buffer, n):
+        if self.global_buffer:
+            buffer, idx, levels = sample_replay(key, buffer, n * self.shard.size, self.buffer_cfg,
+                                                self.cur.replay_with_replacement)
+            return buffer, self.shard.local(idx, n), self.shard.local(levels, n)
+        return sample_replay(self.shard.device_key(key), buffer, n, self.buffer_cfg, self.cur.replay_with_replacement)
+
+    def _update_scores(self, buffer, idx, scores, max_returns, valid):
+        if self.global_buffer:
+            idx, scores, max_returns, valid = self.shard.gather((idx, scores, max_returns, valid))
+        return update_scores(buffer, idx, scores, max_returns, valid, self.buffer_cfg)
+
+    def _insert(self, buffer, levels, scores, max_returns, valid, mutations=None):
+        if self.global_buffer:
+            levels, scores, max_returns, valid, mutations = self.shard.gather(
+                (levels, scores, max_returns, valid, mutations))
+        return insert(buffer, levels, scores, max_returns, valid, self.buffer_cfg, mutations)[0]
 
     def _env_step(self, key, env_state, actions):
-        keys = jax.random.split(key, actions.shape[0])
+        keys = self.shard.env_keys(key, actions.shape[0])
         return jax.vmap(self.replay_env.step, in_axes=(0, 0, 0, None))(keys, env_state, actions, self.env_params)
 
     def rollout(self, key, params, levels) -> Rollout:
@@ -142,7 +198,8 @@ class PLRRunner:
         env_state = jax.vmap(self.env.init_state, in_axes=(0, None))(levels, self.env_params)
         obs = jax.vmap(self.env.get_obs, in_axes=(0, None))(env_state, self.env_params)
         stream = start_stream(env_state, obs, self.model.initial_carry(n))
-        rollout, _ = collect_rollout(key, self.model.apply, params, self._env_step, stream, self.num_steps)
+        rollout, _ = collect_rollout(key, self.model.apply, params, self._env_step, stream, self.num_steps,
+                                     self.shard)
         return rollout
 
     def advantages(self, rollout: Rollout):
@@ -185,35 +242,36 @@ class PLRRunner:
         return {k: jnp.asarray(v, jnp.float32) for k, v in out.items()}
 
     def mutate(self, key, levels, scores, parent_mutations):
-        """Children of `levels` (the q best by score, tiled to N, when subsampling)."""
-        n = self.num_envs
-        q = self.cur.mutation_subsample
+        """Children of `levels` (the q best by score, tiled to N, when subsampling; per device,
+        its best q / D, tiled to its envs)."""
+        n = self.n
+        q = self.cur.mutation_subsample // self.shard.size
         if q:
             _, best = jax.lax.top_k(scores, q)
             pick = best[jnp.arange(n) % q]
             levels = jax.tree.map(lambda x: x[pick], levels)
             parent_mutations = parent_mutations[pick]
-        children = jax.vmap(self.mutator)(jax.random.split(key, n), levels)
+        children = jax.vmap(self.mutator)(self.shard.env_keys(key, n), levels)
         return children, parent_mutations + 1
 
     def new_level_cycle(self, key, params, buffer: LevelBuffer, training_set: TrainingSet):
         """Robust PLR's search cycle: play N new levels, score them and offer them to the buffer.
         No gradient: the agent's parameters are only read. `(buffer, training_set, metrics)`."""
-        n = self.num_envs
+        n = self.n
         k_new, k_roll = jax.random.split(key)
         training_set, levels = self.new_levels(k_new, training_set, n)
         rollout = self.rollout(k_roll, params, levels)
         scores, max_returns, valid = self.score(rollout, self.advantages(rollout), jnp.full((n,), -jnp.inf))
-        buffer, _ = insert(buffer, levels, scores, max_returns, valid, self.buffer_cfg)
+        buffer = self._insert(buffer, levels, scores, max_returns, valid)
         return buffer, training_set, self.group_metrics("new", levels, rollout, scores, valid)
 
     def _sample_or_new(self, key, replay, buffer, training_set):
         """Replay levels from the buffer if `replay`, else new levels: `(buffer, training_set, idx, levels)`."""
-        n = self.num_envs
+        n = self.n
 
         def sample(op):
             buffer, training_set = op
-            buffer, idx, levels = sample_replay(key, buffer, n, self.buffer_cfg, self.cur.replay_with_replacement)
+            buffer, idx, levels = self._sample(key, buffer, n)
             return buffer, training_set, idx, levels
 
         def new(op):
@@ -225,8 +283,8 @@ class PLRRunner:
 
     def _finish(self, state: PLRState, train_state, buffer, training_set, key, metrics, trained: Rollout,
                 cycles, replays):
-        metrics.update(episode_metrics(trained))
-        metrics.update(buffer_stats(buffer, self.buffer_cfg))
+        metrics = reduce_metrics({**metrics, **episode_metrics(trained)}, self.shard)
+        metrics.update(self._buffer_stats(buffer))
         metrics["cycles"] = jnp.asarray(cycles, jnp.int32)
         metrics["replay_fraction_sum"] = jnp.asarray(replays, jnp.float32)
         metrics["replay_fraction_count"] = jnp.asarray(cycles, jnp.float32)
@@ -234,6 +292,14 @@ class PLRRunner:
         state = PLRState(train_state=train_state, buffer=buffer, training_set=training_set, key=key,
                          updates=state.updates + 1)
         return state, metrics
+
+    def _buffer_stats(self, buffer):
+        stats = buffer_stats(buffer, self.buffer_cfg)
+        if self.global_buffer or not self.shard.sharded:
+            return stats
+        # Per-device buffers: sizes add up, the maximum is the largest, the rest are averaged.
+        return {k: self.shard.sum(v) if k == "buffer/size" else self.shard.max(v) if k == "buffer/max_score"
+                else self.shard.mean(v) for k, v in stats.items()}
 
     # ------------------------------------------------------------------ steps
 
@@ -251,11 +317,11 @@ class PLRRunner:
         buffer, training_set, idx, levels = self._sample_or_new(k_levels, replay, state.buffer, state.training_set)
         rollout = self.rollout(k_roll, state.train_state.params, levels)
         batch = ppo_batch(rollout, self.ppo.gamma, self.ppo.gae_lambda)
-        train_state, metrics = ppo_update(k_upd, state.train_state, batch, self.ppo)
+        train_state, metrics = ppo_update(k_upd, state.train_state, batch, self.ppo, self.shard)
         prior = jnp.where(replay, buffer.max_returns[idx], -jnp.inf)
         scores, max_returns, valid = self.score(rollout, batch.advantages, prior)
-        buffer = update_scores(buffer, idx, scores, max_returns, valid & replay, self.buffer_cfg)
-        buffer, _ = insert(buffer, levels, scores, max_returns, valid & ~replay, self.buffer_cfg)
+        buffer = self._update_scores(buffer, idx, scores, max_returns, valid & replay)
+        buffer = self._insert(buffer, levels, scores, max_returns, valid & ~replay)
         metrics.update(self.group_metrics("new", levels, rollout, scores, valid, ~replay))
         metrics.update(self.group_metrics("replay", levels, rollout, scores, valid, replay))
         metrics["env_steps"] = jnp.asarray(self.num_envs * self.num_steps, jnp.int32)
@@ -264,7 +330,7 @@ class PLRRunner:
     def _step_robust(self, state: PLRState):
         """New-level cycles without gradients until a replay cycle, which trains (then ACCEL mutates)."""
         params = state.train_state.params
-        n, t = self.num_envs, self.num_steps
+        n, t = self.n, self.num_steps
         key, k_dec = jax.random.split(state.key)
 
         zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(
@@ -287,14 +353,13 @@ class PLRRunner:
 
         # The replay cycle (also after max_search_rollouts new cycles, from whatever the buffer holds).
         key, k_sample, k_roll, k_upd, k_mut, k_mroll = jax.random.split(c["key"], 6)
-        buffer, idx, levels = sample_replay(k_sample, c["buffer"], n, self.buffer_cfg,
-                                            self.cur.replay_with_replacement)
+        buffer, idx, levels = self._sample(k_sample, c["buffer"], n)
         rollout = self.rollout(k_roll, params, levels)
         batch = ppo_batch(rollout, self.ppo.gamma, self.ppo.gae_lambda)
-        train_state, ppo_metrics = ppo_update(k_upd, state.train_state, batch, self.ppo)
+        train_state, ppo_metrics = ppo_update(k_upd, state.train_state, batch, self.ppo, self.shard)
         metrics.update(ppo_metrics)
         scores, max_returns, valid = self.score(rollout, batch.advantages, buffer.max_returns[idx])
-        buffer = update_scores(buffer, idx, scores, max_returns, valid, self.buffer_cfg)
+        buffer = self._update_scores(buffer, idx, scores, max_returns, valid)
         metrics.update(self.group_metrics("replay", levels, rollout, scores, valid))
         cycles = c["i"] + 1
 
@@ -303,10 +368,10 @@ class PLRRunner:
             child_rollout = self.rollout(k_mroll, train_state.params, children)
             c_scores, c_max, c_valid = self.score(child_rollout, self.advantages(child_rollout),
                                                   jnp.full((n,), -jnp.inf))
-            buffer, _ = insert(buffer, children, c_scores, c_max, c_valid, self.buffer_cfg, mutations)
+            buffer = self._insert(buffer, children, c_scores, c_max, c_valid, mutations)
             metrics.update(self.group_metrics("mutated", children, child_rollout, c_scores, c_valid))
             cycles = cycles + 1
-        metrics["env_steps"] = cycles * (n * t)
+        metrics["env_steps"] = cycles * (self.num_envs * t)
         metrics["search_capped"] = (~c["replay"]).astype(jnp.float32)
         return self._finish(state, train_state, buffer, c["training_set"], key, metrics, rollout, cycles, 1)
 
@@ -314,7 +379,7 @@ class PLRRunner:
         """The levels of one parallel update: `(replay, idx, groups, child_mutations, buffer, training_set)`
         with `groups` = [new, replay (new levels until the buffer can replay), mutations of the replay
         part (parallel ACCEL only)], N levels each, and `idx` the replayed slots."""
-        n = self.num_envs
+        n = self.n
         k_dec, k_new, k_levels, k_mut = jax.random.split(key, 4)
         replay = self.decide_replay(k_dec, state.buffer, state.training_set)
         training_set, new = self.new_levels(k_new, state.training_set, n)
@@ -331,25 +396,24 @@ class PLRRunner:
 
     def _step_parallel(self, state: PLRState):
         """One rollout over new | replay (| mutated) envs; the replay part trains."""
-        n = self.num_envs
+        n = self.n
         key, k_levels, k_roll, k_upd = jax.random.split(state.key, 4)
         replay, idx, groups, child_mutations, buffer, training_set = self.parallel_levels(k_levels, state)
         levels = jax.tree.map(lambda *xs: jnp.concatenate(xs), *groups)
         rollout = self.rollout(k_roll, state.train_state.params, levels)
         full = ppo_batch(rollout, self.ppo.gamma, self.ppo.gae_lambda)
-        train_state, metrics = ppo_update(k_upd, state.train_state, env_slice(full, n, 2 * n), self.ppo)
+        train_state, metrics = ppo_update(k_upd, state.train_state, env_slice(full, n, 2 * n), self.ppo, self.shard)
 
         no_prior = jnp.full((n,), -jnp.inf)
         prior = jnp.concatenate([no_prior, jnp.where(replay, buffer.max_returns[idx], -jnp.inf)]
                                 + [no_prior] * (len(groups) - 2))
         scores, max_returns, valid = self.score(rollout, full.advantages, prior)
         part = lambda x, g: x[g * n:(g + 1) * n]  # noqa: E731
-        buffer = update_scores(buffer, idx, part(scores, 1), part(max_returns, 1), part(valid, 1) & replay,
-                               self.buffer_cfg)
+        buffer = self._update_scores(buffer, idx, part(scores, 1), part(max_returns, 1), part(valid, 1) & replay)
         offered = valid & jnp.concatenate([jnp.ones((n,), bool), jnp.full((n,), ~replay)]
                                           + [jnp.ones((n,), bool)] * (len(groups) - 2))
         mutations = jnp.concatenate([jnp.zeros((2 * n,), jnp.int32)] + [child_mutations] * (len(groups) - 2))
-        buffer, _ = insert(buffer, levels, scores, max_returns, offered, self.buffer_cfg, mutations)
+        buffer = self._insert(buffer, levels, scores, max_returns, offered, mutations)
 
         played = [rollout_envs(rollout, g * n, (g + 1) * n) for g in range(len(groups))]
         group = lambda name, g, active=True: self.group_metrics(  # noqa: E731

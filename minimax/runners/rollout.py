@@ -15,6 +15,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from minimax.agents.ppo import PPOBatch, compute_gae
+from minimax.parallel import NO_SHARD, Shard
 
 
 @struct.dataclass
@@ -54,23 +55,32 @@ def start_stream(env_state, obs, carry) -> EnvStream:
 
 
 def policy_step(key, apply_fn, params, carry, obs, reset, greedy: bool = False):
-    """Act on one batched observation: `(carry, action, log_prob, value, logits)`."""
+    """Act on one batched observation: `(carry, action, log_prob, value, logits)`. `key` is
+    one key, or one key per env (`[N]`, e.g. from `Shard.env_keys`)."""
     add_time = lambda x: x[None]  # noqa: E731
     carry, logits, value = apply_fn(params, carry, jax.tree.map(add_time, obs), reset[None])
     logits, value = logits[0], value[0]
-    action = jnp.argmax(logits, -1) if greedy else jax.random.categorical(key, logits)
+    if greedy:
+        action = jnp.argmax(logits, -1)
+    else:
+        keys = key if key.ndim == 1 else jax.random.split(key, logits.shape[0])
+        action = jax.vmap(jax.random.categorical)(keys, logits)
     log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], axis=-1)[:, 0]
     return carry, action.astype(jnp.int32), log_prob, value, logits
 
 
-def collect_rollout(key, apply_fn, params, env_step: Callable, stream: EnvStream, num_steps: int):
+def collect_rollout(key, apply_fn, params, env_step: Callable, stream: EnvStream, num_steps: int,
+                    shard: Shard = NO_SHARD):
     """Run `num_steps` transitions. `env_step(key, env_state, actions) -> (obs, env_state, reward, done, info)`
-    steps the whole batch with auto-reset. Returns `(rollout, stream)`."""
+    steps the whole batch with auto-reset. Returns `(rollout, stream)`. Actions are sampled
+    with per-env keys from the global batch (`shard`), so a sharded rollout equals the
+    matching slice of an unsharded one."""
+    n = stream.reset.shape[0]
 
     def step(stream: EnvStream, key):
         k_act, k_env = jax.random.split(key)
-        carry, action, log_prob, value, logits = policy_step(k_act, apply_fn, params, stream.carry, stream.obs,
-                                                             stream.reset)
+        carry, action, log_prob, value, logits = policy_step(shard.env_keys(k_act, n), apply_fn, params, stream.carry,
+                                                             stream.obs, stream.reset)
         obs, env_state, reward, done, info = env_step(k_env, stream.env_state, action)
         ep_return = stream.episode_return + reward
         ep_length = stream.episode_length + 1
@@ -85,7 +95,8 @@ def collect_rollout(key, apply_fn, params, env_step: Callable, stream: EnvStream
 
     init_carry = stream.carry
     stream, out = jax.lax.scan(step, stream, jax.random.split(key, num_steps))
-    _, _, _, last_value, _ = policy_step(key, apply_fn, params, stream.carry, stream.obs, stream.reset)
+    _, _, _, last_value, _ = policy_step(shard.env_keys(key, n), apply_fn, params, stream.carry, stream.obs,
+                                         stream.reset)
     return Rollout(**out, init_carry=init_carry, last_value=last_value), stream
 
 
