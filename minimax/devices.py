@@ -98,7 +98,7 @@ def plan_layout(seeds, devices: int = 0, num_envs: int | None = None, buffer_siz
     for name, value in (("--num-envs", num_envs), ("--buffer-size", buffer_size),
                         ("--mutation-subsample", mutation_subsample)):
         if value and value % data_devices:
-            raise DeviceError(f"{name} ({value}) must be divisible by the {data_devices} devices its batch is "
+            raise DeviceError(f"{name} ({value}) must be divisible by the {data_devices} devices the env batch is "
                               f"split over (--devices {d} with {len(seeds)} seed(s)); change {name} or --devices")
     # Auto axes: jit places inputs (keys, restored states) as the shard_map specs ask.
     auto = (jax.sharding.AxisType.Auto,) * 2

@@ -1,0 +1,109 @@
+"""Run by tests/test_scale.py in a subprocess with 4 forced CPU devices; prints one JSON object.
+
+(XLA fixes the device count when JAX starts, so these checks cannot run in the test process.)
+"""
+
+import dataclasses
+import json
+import os
+import sys
+
+os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+from minimax.config import TrainConfig  # noqa: E402
+from minimax.devices import DeviceError, distribute_init, distribute_step  # noqa: E402
+from minimax.train import build_runner, device_layout, make_chunk, seed_keys, train  # noqa: E402
+
+TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_actions=3, recurrent_size=16,
+            num_envs=8, num_steps=16, n_epochs=2, lr=3e-3, progress=False)
+
+
+def one_update(cfg):
+    """(state after init, state after one update, metrics) of cfg on its device layout, on the host."""
+    layout = device_layout(cfg)
+    runner = build_runner(cfg, layout.shard)
+    keys, _ = seed_keys(layout)
+    state = jax.jit(distribute_init(runner, runner.state_type, layout))(keys)
+    after, metrics = jax.jit(distribute_step(make_chunk(runner, 1), runner, runner.state_type, layout))(state)
+    return jax.device_get(state), jax.device_get(after), jax.device_get(metrics)
+
+
+def max_param_diff(a, b):
+    return max(float(np.max(np.abs(np.asarray(x) - np.asarray(y)))) for x, y in
+               zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+
+
+def main(out_dir):
+    # Programs compiled twice (the same update for another seed) are loaded from this cache.
+    jax.config.update("jax_compilation_cache_dir", os.path.join(out_dir, "jax-cache"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    out = {"devices": len(jax.devices())}
+
+    # 1. One DR update at a fixed global batch: the same parameters on 1, 2 and 4 devices.
+    dr = TrainConfig(**TINY)
+    init_ref, ref, _ = one_update(dataclasses.replace(dr, devices=1))
+    out["dr_param_diff"], out["dr_loss"] = {}, {}
+    for d in (1, 2, 4):
+        _, after, metrics = one_update(dataclasses.replace(dr, devices=d))
+        out["dr_param_diff"][d] = max_param_diff(after.train_state.params, ref.train_state.params)
+        out["dr_loss"][d] = float(metrics["policy_loss"][0])
+    out["dr_param_change"] = max_param_diff(ref.train_state.params, init_ref.train_state.params)
+
+    # 2. PLR with per-device buffers: each device's buffer holds only the new levels its own envs played.
+    # Episodes of at most 8 steps, so every env completes one in the rollout and its level is scored.
+    plr = TrainConfig(**{**TINY, "max_episode_steps": 8}, method="plr", buffer_size=16, min_fill_ratio=0.5,
+                      devices=2)
+    for global_buffer in (False, True):
+        cfg = dataclasses.replace(plr, global_buffer=global_buffer)
+        layout = device_layout(cfg)
+        runner = build_runner(cfg, layout.shard)
+        state, after, _ = one_update(cfg)
+        # The first step of PLR plays new levels (empty buffer): env i gets generator(split(k_levels, N)[i]).
+        k_levels = jax.random.split(state.key, 5)[2]
+        played = jax.vmap(runner.generator)(jax.random.split(k_levels, cfg.num_envs))
+        fingerprints = [np.asarray(played.wall_map[i]).tobytes() + np.asarray(played.goal_pos[i]).tobytes()
+                        + np.asarray(played.agent_pos[i]).tobytes() for i in range(cfg.num_envs)]
+        buffers = [jax.tree.map(lambda x, d=d: x[d], after.buffer) for d in range(2)] if not global_buffer \
+            else [after.buffer]
+        stored = []
+        for b in buffers:
+            keys = [np.asarray(b.levels.wall_map[j]).tobytes() + np.asarray(b.levels.goal_pos[j]).tobytes()
+                    + np.asarray(b.levels.agent_pos[j]).tobytes() for j in np.flatnonzero(b.filled)]
+            stored.append(sorted(fingerprints.index(k) if k in fingerprints else -1 for k in keys))
+        out["plr_global" if global_buffer else "plr_per_device"] = {
+            "buffer_shape": list(after.buffer.scores.shape), "stored_envs": stored}
+
+    # 3. Seeds x devices: 2 seeds on a (2 seed, 2 data) mesh against each seed alone on one device.
+    both = dataclasses.replace(TrainConfig(**TINY), seeds="0,1", devices=4)
+    layout = device_layout(both)
+    out["mesh"] = [layout.seed_devices, layout.data_devices]
+    _, after, metrics = one_update(both)
+    out["seed_param_diff"], out["seed_loss_diff"] = [], []
+    for i, seed in enumerate((0, 1)):
+        _, alone, m = one_update(dataclasses.replace(TrainConfig(**TINY), seed=seed, devices=1))
+        mine = jax.tree.map(lambda x, i=i: x[i], after.train_state.params)
+        out["seed_param_diff"].append(max_param_diff(mine, alone.train_state.params))
+        out["seed_loss_diff"].append(abs(float(metrics["policy_loss"][i][0]) - float(m["policy_loss"][0])))
+
+    # 4. Bad layouts fail at once, naming what to change.
+    out["errors"] = {}
+    for name, overrides in (("batch", dict(num_envs=6, n_minibatches=1, devices=4)), ("too_many", dict(devices=8)),
+                            ("buffer", dict(method="robust_plr", buffer_size=10, min_fill_ratio=0.5, devices=4))):
+        try:
+            device_layout(TrainConfig(**{**TINY, **overrides}))
+            out["errors"][name] = None
+        except DeviceError as e:
+            out["errors"][name] = str(e)
+
+    # 5. A short sharded training run (4 devices), for the two-process comparison.
+    row = train(TrainConfig(**TINY, num_updates=4, log_every=2, eval_every=0, checkpoint_every=4, devices=4,
+                            out_dir=out_dir, run_name="one-process"))
+    out["train_row"] = {k: row[k] for k in ("update", "env_steps", "policy_loss", "value_loss")}
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,143 @@
+"""Scale: seeds in one program, shard_map over (forced CPU) devices, and a two-process run."""
+
+import dataclasses
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from minimax.config import TrainConfig
+from minimax.evaluate import main as evaluate_main
+from minimax.run_logs import read_rows
+from minimax.train import train
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI_TINY = ["--maze-height", "5", "--maze-width", "5", "--n-walls", "3", "--max-episode-steps", "32",
+            "--n-actions", "3", "--recurrent-size", "16", "--num-envs", "8", "--num-steps", "16", "--n-epochs", "2",
+            "--lr", "3e-3", "--num-updates", "4", "--log-every", "2", "--eval-every", "0", "--checkpoint-every", "4",
+            "--devices", "4", "--no-progress"]
+
+
+# tests/test_train.py's config: the single-seed programs are already in the compilation cache.
+TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_actions=3, recurrent_size=16,
+            num_envs=8, num_steps=16, n_epochs=2, lr=3e-3, num_updates=10, log_every=5, eval_every=10,
+            checkpoint_every=5, eval_episodes=2, progress=False)
+COMPARED = ("policy_loss", "value_loss", "entropy", "train/return", "eval/mean_solved_rate", "eval/SixteenRooms/return")
+
+
+def test_two_seeds_in_one_program_match_each_seed_alone_and_resume(tmp_path, capsys):
+    both = TrainConfig(**TINY, out_dir=str(tmp_path), seeds="0,1")
+    assert both.name == "dr-seeds0-1"
+    last = train(both)
+    rows = read_rows(both.run_dir)
+    assert [r["seed"] for r in rows] == [0, 1, "mean", 0, 1, "mean"]
+    assert [r["update"] for r in rows] == [5, 5, 5, 10, 10, 10]
+    assert last["seed"] == "mean" and last["update"] == 10
+    for seed in (0, 1):
+        alone = TrainConfig(**TINY, out_dir=str(tmp_path), seed=seed)
+        train(alone)
+        for mine, ref in zip([r for r in rows if r["seed"] == seed], read_rows(alone.run_dir)):
+            for key in COMPARED:
+                if key in ref:
+                    np.testing.assert_allclose(mine[key], ref[key], rtol=1e-4, atol=1e-6, err_msg=key)
+    for mean, *per_seed in [(r[2], r[0], r[1]) for r in (rows[0:3], rows[3:6])]:
+        for key in COMPARED:
+            if key in mean:
+                assert mean[key] == pytest.approx(np.mean([r[key] for r in per_seed]))
+
+    # Resume: the checkpoint holds both seeds; the resumed run logs the uninterrupted rows.
+    cut = TrainConfig(**{**TINY, "num_updates": 5}, out_dir=str(tmp_path), seeds="0,1", run_name="cut")
+    train(cut)
+    train(dataclasses.replace(cut, num_updates=10, resume=True))
+    # (The 5-update run also evaluated at its end, update 5: compare without evaluations there.)
+    strip = lambda rs: [{k: v for k, v in r.items() if k not in ("time_s", "sps")  # noqa: E731
+                         and not (r["update"] == 5 and k.startswith("eval/"))} for r in rs]
+    assert strip(read_rows(cut.run_dir)) == strip(rows)
+
+    # Evaluation reports each seed of the run.
+    evaluate_main([str(both.run_dir), "--suite", "SixteenRooms", "--episodes", "2", "--out", str(tmp_path / "ev")])
+    doc = json.loads((tmp_path / "ev" / "results.json").read_text())
+    assert [(r["seed"], r["checkpoint"]) for r in doc["runs"]] == [(0, 10), (1, 10)]
+    assert doc["summary"]["SixteenRooms"]["solved_rate"]["n"] == 2
+    capsys.readouterr()
+
+
+def _env(devices: int) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
+    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    return env
+
+
+@pytest.fixture(scope="module")
+def checks(tmp_path_factory):
+    """The 4-device checks (tests/multidevice_checks.py), run once in a subprocess."""
+    out_dir = tmp_path_factory.mktemp("multidevice")
+    done = subprocess.run([sys.executable, str(ROOT / "tests" / "multidevice_checks.py"), str(out_dir)],
+                          env=_env(4), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1]), out_dir
+
+
+def test_one_dr_update_gives_the_same_parameters_on_1_2_and_4_devices(checks):
+    out, _ = checks
+    assert out["devices"] == 4
+    assert out["dr_param_change"] > 1e-3  # the update moved the parameters...
+    for d in ("1", "2", "4"):
+        assert out["dr_param_diff"][d] < 1e-6, out["dr_param_diff"]  # ...the same way on every device count
+    np.testing.assert_allclose([out["dr_loss"][d] for d in ("2", "4")], out["dr_loss"]["1"], rtol=1e-4)
+
+
+def test_plr_per_device_buffers_hold_only_their_own_devices_levels(checks):
+    out, _ = checks
+    per_device = out["plr_per_device"]
+    assert per_device["buffer_shape"] == [2, 8]  # capacity 16 split over 2 devices
+    # Envs 0-3 ran on device 0 and 4-7 on device 1: every stored level is one of its device's.
+    first, second = per_device["stored_envs"]
+    assert first and second and set(first) <= {0, 1, 2, 3} and set(second) <= {4, 5, 6, 7}
+    shared = out["plr_global"]
+    assert shared["buffer_shape"] == [16]  # one replicated buffer, fed by both devices
+    assert set(shared["stored_envs"][0]) == set(first) | set(second)
+
+
+def test_seeds_times_devices_matches_each_seed_alone(checks):
+    out, _ = checks
+    assert out["mesh"] == [2, 2]
+    assert max(out["seed_param_diff"]) < 1e-6 and max(out["seed_loss_diff"]) < 1e-6
+
+
+def test_bad_device_layouts_say_what_to_change(checks):
+    errors = checks[0]["errors"]
+    assert "--num-envs (6) must be divisible by the 4 devices" in errors["batch"]
+    assert "--devices 8: only 4 device(s) available" in errors["too_many"]
+    assert "--buffer-size (10) must be divisible by the 4 devices" in errors["buffer"]
+
+
+def test_two_processes_over_loopback_agree_with_one_process(checks):
+    out, out_dir = checks
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = [subprocess.Popen([sys.executable, str(ROOT / "train.py"), *CLI_TINY, "--out-dir", str(out_dir),
+                               "--run-name", "two-process", "--coordinator-address", f"127.0.0.1:{port}",
+                               "--num-processes", "2", "--process-id", str(i)],
+                              env=_env(2), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(2)]
+    try:
+        results = [p.communicate(timeout=600) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    for p, (_, err) in zip(procs, results):
+        assert p.returncode == 0, err[-3000:]
+    two, one = read_rows(out_dir / "two-process"), read_rows(out_dir / "one-process")
+    assert [r["update"] for r in two] == [2, 4] and [r["env_steps"] for r in two] == [256, 512]
+    for a, b in zip(two, one):
+        for key in ("policy_loss", "value_loss", "train/return", "entropy"):
+            np.testing.assert_allclose(a[key], b[key], rtol=1e-4, atol=1e-6, err_msg=key)
+    assert "4" in os.listdir(out_dir / "two-process" / "checkpoints")
+    assert out["train_row"]["policy_loss"] == pytest.approx(two[-1]["policy_loss"], rel=1e-4)
