@@ -17,7 +17,8 @@ as soon as the longest episode of a batch ends.
 
 "Env steps" are the steps the batched loop executed: for every compiled batch, its envs times
 the loop length (the longest first episode rounded up to `--chunk-steps`), including envs whose
-episode already ended; for sampled levels the padding of the last batch is not counted.
+episode already ended and the padding of the last sampled batch (whose padded rows' lengths are
+not returned, so that batch's loop length is taken from its real levels).
 
     python benchmarks/eval_throughput.py [--preset dr] [--suite dcd12] [--episodes 100]
         [--levels 10000] [--sampled-episodes 1] [--chunk-steps 16] [--repeats 3] [--max-envs 4096]
@@ -84,8 +85,13 @@ def timed(fn, repeats: int):
 
 
 def report(label: str, first: float, times: list[float], env_steps: int, solved: float, length: float) -> None:
+    if not times:  # --repeats 0: the first call is the only measurement
+        print(f"{label}: first call {first:.1f} s (incl. compile); env steps {env_steps:,} -> "
+              f"{env_steps / first:,.0f} steps/s; solved {solved:.3f}, mean length {length:.0f}")
+        return
     best, mean = min(times), sum(times) / len(times)
-    print(f"{label}: first call {first:.1f} s (compile ~{first - best:.1f} s); steady {best:.2f} s best of "
+    compile_s = f"~{first - best:.1f} s" if first - best > 0.05 * best else "within noise"
+    print(f"{label}: first call {first:.1f} s (compile {compile_s}); steady {best:.2f} s best of "
           f"{len(times)} (all: {', '.join(f'{t:.2f}' for t in times)}); env steps {env_steps:,} "
           f"-> {env_steps / mean:,.0f} steps/s (mean); solved {solved:.3f}, mean length {length:.0f}")
 
@@ -98,7 +104,8 @@ def main() -> None:
     parser.add_argument("--levels", type=int, default=10_000, help="sampled levels")
     parser.add_argument("--sampled-episodes", type=int, nargs="+", default=[1], help="episodes per sampled level")
     parser.add_argument("--chunk-steps", type=int, nargs="+", default=[16], help="steps between early-stop checks")
-    parser.add_argument("--repeats", type=int, default=3, help="timed calls after the first (compiling) call")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="timed calls after the first (compiling) call; 0: the first call only")
     parser.add_argument("--max-envs", type=int, default=4096, help="most envs per batch (sampled levels)")
     parser.add_argument("--greedy", action="store_true", help="greedy actions (default: sampled)")
     parser.add_argument("--only", choices=("mazes", "sampled"), default=None)

@@ -178,6 +178,8 @@ class TrainConfig:
     """Replay only once this fraction of the buffer is filled."""
     unique_levels: bool = True
     """Keep only distinct levels in the buffer (a duplicate updates the stored entry)."""
+    buffer_png: int = 0
+    """Save a PNG of the N highest-weighted buffer levels at every log step in <run>/buffer/ (PLR family; 0 = off)."""
     replay_with_replacement: bool = True
     """Sample the replay batch with replacement (else distinct levels, Gumbel top-k)."""
     train_levels: int = 0
@@ -267,6 +269,8 @@ def _problems(c: TrainConfig):
         yield f"--num-seeds must be an int >= 1, got {c.num_seeds!r}"
     if not (isinstance(c.devices, int) and c.devices >= 0):
         yield f"--devices must be an int >= 0 (0 = all devices), got {c.devices!r}"
+    if not (isinstance(c.buffer_png, int) and c.buffer_png >= 0):
+        yield f"--buffer-png must be an int >= 0, got {c.buffer_png!r}"
     if c.num_processes < 0:
         yield f"--num-processes must be >= 0, got {c.num_processes}"
     if c.method not in METHODS:

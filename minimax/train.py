@@ -36,11 +36,11 @@ from minimax.runners import DRRunner
 from minimax.runners.plr import CurriculumConfig, PLRRunner
 from minimax.runners.eval import SuiteEvaluator
 from minimax.devices import (DeviceError, DeviceLayout, distribute_init, distribute_step, initialize_distributed,
-                             plan_layout, seed_params, to_host)
+                             join_hosts, plan_layout, seed_params, to_host)
 from minimax.parallel import NO_SHARD, Shard
 
 # Options a resumed run may change: they do not alter what an update computes.
-RESUME_OVERRIDABLE = {"resume", "num_updates", "progress", "wandb", "wandb_project", "keep_checkpoints",
+RESUME_OVERRIDABLE = {"resume", "num_updates", "progress", "wandb", "wandb_project", "keep_checkpoints", "buffer_png",
                       "eval_every", "checkpoint_every", "overwrite", "preset", "coordinator_address",
                       "num_processes", "process_id"}
 
@@ -226,6 +226,22 @@ def mean_row(rows: list[dict]) -> dict:
     return out
 
 
+def save_buffer_pictures(buffer, cfg: TrainConfig, layout: DeviceLayout, out_dir, update: int, lead: bool) -> None:
+    """`<out_dir>/update<u>[-seed<s>].png`: the highest-weighted levels of each seed's buffer."""
+    from minimax.curricula.buffer_view import buffer_picture  # noqa: PLC0415
+    from minimax.envs.maze.render import save_png  # noqa: PLC0415
+
+    host = to_host(buffer)  # every process takes part
+    if not lead:
+        return
+    for i, seed in enumerate(layout.seeds):
+        mine = jax.tree.map(lambda x, i=i: x[i], host) if layout.multi_seed else host
+        image = buffer_picture(mine, buffer_config(cfg), cfg.buffer_png)
+        if image is not None:
+            suffix = f"-seed{seed}" if layout.multi_seed else ""
+            save_png(image, out_dir / f"update{update:07d}{suffix}.png")
+
+
 def train(cfg: TrainConfig) -> dict:
     """Run (or resume) the experiment `cfg` describes; returns the last log row (with several
     seeds, the across-seed mean row)."""
@@ -306,6 +322,8 @@ def train(cfg: TrainConfig) -> dict:
                 if evaluator is not None:
                     for r, p, k in zip(rows, params, eval_keys):
                         r.update({f"eval/{n}": v for n, v in evaluator(jax.random.fold_in(k, update), p).items()})
+            if cfg.buffer_png and cfg.method != "dr":
+                save_buffer_pictures(state.buffer, cfg, layout, run_dir / "buffer", update, lead)
             row = mean_row(rows) if layout.multi_seed else rows[0]
             if logger is not None:
                 logger.log_rows(rows + ([row] if layout.multi_seed else []))
@@ -385,7 +403,9 @@ def parse_config(argv: list[str] | None = None) -> TrainConfig:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        join_hosts(argv)
         cfg = parse_config(argv)
         train(cfg)
     except (ConfigError, RunError, CheckpointError, DeviceError) as e:

@@ -10,7 +10,8 @@ import pytest
 
 from minimax.checkpoint import Checkpointer
 from minimax.config import PRESETS, TrainConfig
-from minimax.curricula.level_buffer import insert, level_hash
+from minimax.curricula.buffer_view import top_levels
+from minimax.curricula.level_buffer import insert, level_hash, replay_weights
 from minimax.envs.maze.level import validate_level
 from minimax.run_logs import read_rows
 from minimax.runners.plr import PLR_METHODS
@@ -150,10 +151,12 @@ def test_parallel_accel_lays_out_new_replay_and_mutated_levels():
 
 
 def test_train_logs_buffer_and_level_statistics_and_checkpoints_the_buffer(tmp_path):
-    cfg = small("accel", out_dir=str(tmp_path), run_name="accel")
+    cfg = small("accel", out_dir=str(tmp_path), run_name="accel", buffer_png=6)
     row = train(cfg)
     rows = read_rows(cfg.run_dir)
     assert [r["update"] for r in rows] == [2, 4]
+    # The curriculum picture: the 6 highest-weighted levels at every log step.
+    assert sorted(p.name for p in (cfg.run_dir / "buffer").iterdir()) == ["update0000002.png", "update0000004.png"]
     for key in ("buffer/size", "buffer/mean_score", "buffer/max_score", "buffer/weighted_score",
                 "buffer/mean_staleness", "buffer/mean_mutations", "replay_fraction", "new/solvable",
                 "new/shortest_path", "new/n_walls", "replay/n_walls", "mutated/shortest_path", "replay/score"):
@@ -164,6 +167,13 @@ def test_train_logs_buffer_and_level_statistics_and_checkpoints_the_buffer(tmp_p
     state, meta = Checkpointer(cfg.run_dir / "checkpoints").restore(abstract)
     assert meta["update"] == 4
     assert int(state.buffer.filled.sum()) == rows[-1]["buffer/size"]
+    levels, weights, scores, _ = top_levels(state.buffer, runner.buffer_cfg, 6)
+    expected = np.sort(np.asarray(replay_weights(state.buffer, runner.buffer_cfg)))[::-1][:6]
+    np.testing.assert_allclose(weights, expected, rtol=1e-6)
+    assert levels.wall_map.shape[0] == len(scores) == 6
+    # A per-device layout [D, K/D] counts as one buffer.
+    split = jax.tree.map(lambda x: x.reshape((2, -1) + x.shape[1:]), state.buffer)
+    assert len(top_levels(split, runner.buffer_cfg, 100)[1]) == int(state.buffer.filled.sum())
 
     # Resume from update 2 reproduces the uninterrupted run.
     again = dataclasses.replace(cfg, run_name="accel-resumed", num_updates=2)
