@@ -92,6 +92,7 @@ def load_mazes(suite: str, level_files: list[str]):
 
 
 _RUNNERS: dict = {}
+_GENERATORS: dict = {}
 
 
 def _eval_runner(cfg: TrainConfig, episodes: int, args) -> EvalRunner:
@@ -114,8 +115,10 @@ def evaluate_policy(policy: Policy, mazes, args, out_dir: Path) -> dict:
     result = {"run": policy.run, "seed": policy.seed, "checkpoint": policy.step,
               "mazes": {name: r.summary() for name, r in runner.evaluate_mazes(key, policy.params, mazes).items()}}
     if args.cvar:
+        generator = _GENERATORS.setdefault((policy.cfg.maze_height, policy.cfg.maze_width, policy.cfg.n_walls),
+                                           level_generator(policy.cfg))  # one object: its program is reused
         sampled = _eval_runner(policy.cfg, args.cvar_episodes, args).evaluate_sampled(
-            jax.random.fold_in(key, 1), policy.params, level_generator(policy.cfg), args.cvar, env_params(policy.cfg))
+            jax.random.fold_in(key, 1), policy.params, generator, args.cvar, env_params(policy.cfg))
         rates = sampled.solved_rate[sampled.solvable]
         result["cvar"] = {"levels": int(args.cvar), "unsolvable": int((~sampled.solvable).sum()),
                           "alpha": args.alpha, "episodes": args.cvar_episodes,

@@ -172,7 +172,7 @@ def test_train_logs_buffer_and_level_statistics_and_checkpoints_the_buffer(tmp_p
     np.testing.assert_allclose(weights, expected, rtol=1e-6)
     assert levels.wall_map.shape[0] == len(scores) == 6
     # A per-device layout [D, K/D] counts as one buffer.
-    split = jax.tree.map(lambda x: x.reshape((2, -1) + x.shape[1:]), state.buffer)
+    split = jax.tree.map(lambda x: x.reshape((2, -1) + x.shape[1:]) if x.ndim else jnp.stack([x, x]), state.buffer)
     assert len(top_levels(split, runner.buffer_cfg, 100)[1]) == int(state.buffer.filled.sum())
 
     # Resume from update 2 reproduces the uninterrupted run.

@@ -221,7 +221,9 @@ class EvalRunner:
         if num_levels < 1:
             raise ValueError(f"num_levels must be >= 1, got {num_levels}")
         k_levels, k_run = jax.random.split(key)
-        levels = jax.jit(jax.vmap(generator))(jax.random.split(k_levels, num_levels))
+        draw = self._program("generate", lambda gen, n, k: jax.vmap(gen)(jax.random.split(k, n)), generator,
+                             int(num_levels))
+        levels = draw(k_levels)
         return self.evaluate_levels(k_run, params, levels, env_params)
 
 
