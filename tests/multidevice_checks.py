@@ -27,8 +27,11 @@ def one_update(cfg):
     runner = build_runner(cfg, layout.shard)
     keys, _ = seed_keys(layout)
     state = jax.jit(distribute_init(runner, runner.state_type, layout))(keys)
-    after, metrics = jax.jit(distribute_step(make_chunk(runner, 1), runner, runner.state_type, layout))(state)
-    return jax.device_get(state), jax.device_get(after), jax.device_get(metrics)
+    before = jax.device_get(state)
+    # Compiled as train.py compiles its chunks (donating the state), so train() below reuses it.
+    step = jax.jit(distribute_step(make_chunk(runner, 1), runner, runner.state_type, layout), donate_argnums=0)
+    after, metrics = step(state)
+    return before, jax.device_get(after), jax.device_get(metrics)
 
 
 def max_param_diff(a, b):
@@ -99,7 +102,7 @@ def main(out_dir):
             out["errors"][name] = str(e)
 
     # 5. A short sharded training run (4 devices), for the two-process comparison.
-    row = train(TrainConfig(**TINY, num_updates=4, log_every=2, eval_every=0, checkpoint_every=4, devices=4,
+    row = train(TrainConfig(**TINY, num_updates=2, log_every=1, eval_every=0, checkpoint_every=2, devices=4,
                             out_dir=out_dir, run_name="one-process"))
     out["train_row"] = {k: row[k] for k in ("update", "env_steps", "policy_loss", "value_loss")}
     print(json.dumps(out))
