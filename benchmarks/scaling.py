@@ -28,12 +28,13 @@ import jax
 
 
 def measure(preset: str, seeds: int, devices: int, envs: int | None, steps: int | None, chunk: int, repeats: int,
-            warmup: int) -> dict:
+            warmup: int, buffer_size: int | None = None) -> dict:
     from minimax.config import PRESETS  # noqa: PLC0415
     from minimax.devices import distribute_init, distribute_step  # noqa: PLC0415
     from minimax.train import build_runner, device_layout, make_chunk, seed_keys  # noqa: PLC0415
 
-    overrides = {k: v for k, v in (("num_envs", envs), ("num_steps", steps)) if v is not None}
+    overrides = {k: v for k, v in (("num_envs", envs), ("num_steps", steps), ("buffer_size", buffer_size))
+                 if v is not None}
     cfg = dataclasses.replace(PRESETS[preset], num_seeds=seeds, devices=devices, **overrides)
     layout = device_layout(cfg)
     runner = build_runner(cfg, layout.shard)
@@ -68,6 +69,7 @@ def main() -> None:
     parser.add_argument("--devices", default="", help="comma-separated forced CPU device counts (subprocesses)")
     parser.add_argument("--envs", type=int, default=None)
     parser.add_argument("--steps", type=int, default=None)
+    parser.add_argument("--buffer-size", type=int, default=None, help="PLR presets: a smaller buffer fills sooner")
     parser.add_argument("--chunk", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1)
@@ -75,7 +77,7 @@ def main() -> None:
     args = parser.parse_args()
     seed_counts = [int(s) for s in args.seeds.split(",")]
     common = dict(preset=args.preset, envs=args.envs, steps=args.steps, chunk=args.chunk, repeats=args.repeats,
-                  warmup=args.warmup)
+                  warmup=args.warmup, buffer_size=args.buffer_size)
 
     if args.child:  # one measurement in this process (its device count is fixed)
         print(json.dumps(measure(seeds=seed_counts[0], devices=int(args.devices or 1), **common)))
@@ -85,7 +87,7 @@ def main() -> None:
         for d in (int(v) for v in args.devices.split(",")):
             env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={d}")
             cmd = [sys.executable, __file__, "--child", "--devices", str(d), "--seeds", str(seed_counts[0])]
-            cmd += [f"--{k}={v}" for k, v in common.items() if v is not None]
+            cmd += [f"--{k.replace('_', '-')}={v}" for k, v in common.items() if v is not None]
             out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
             results.append(json.loads(out.stdout.strip().splitlines()[-1]))
     else:

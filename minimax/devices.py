@@ -138,8 +138,12 @@ def _map_local(state, runner, fn):
 
 
 def distribute_init(runner, state_type, layout: DeviceLayout):
-    """`keys -> state`: `runner.init` per seed (keys `[S]`, or one key), on the layout's devices."""
-    init = jax.vmap(runner.init) if layout.multi_seed else runner.init
+    """`keys -> state`: `runner.init` per seed (keys `[S]`, or one key), on the layout's devices.
+
+    Seeds are initialised one after another (`lax.map`), not vmapped: on CPU (jax 0.10) a
+    program with two batched QR decompositions (the orthogonal initialisers of the LSTM
+    kernels under vmap) deadlocks, and init runs once, so nothing is lost."""
+    init = (lambda keys: jax.lax.map(runner.init, keys)) if layout.multi_seed else runner.init
     if layout.mesh is None:
         return init
     axis = _device_axis(layout)

@@ -13,7 +13,7 @@ os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_p
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from minimax.config import TrainConfig  # noqa: E402
+from minimax.config import PRESETS, TrainConfig  # noqa: E402
 from minimax.devices import DeviceError, distribute_init, distribute_step  # noqa: E402
 from minimax.train import build_runner, device_layout, make_chunk, seed_keys, train  # noqa: E402
 
@@ -79,6 +79,16 @@ def main(out_dir):
         out["plr_global" if global_buffer else "plr_per_device"] = {
             "buffer_shape": list(after.buffer.scores.shape), "stored_envs": stored}
 
+    # Every PLR-family runner steps sharded (2 devices, per-device buffers) and counts its steps.
+    out["methods"] = {}
+    for method in ("robust_plr", "parallel_plr", "accel", "parallel_accel"):
+        cfg = dataclasses.replace(plr, method=method, replay_prob=0.5, n_mutations=2, mutation_subsample=2)
+        _, after, metrics = one_update(cfg)
+        out["methods"][method] = {"updates": int(after.updates), "env_steps": int(metrics["env_steps"][0]),
+                                  "cycles": int(metrics["cycles"][0]),
+                                  "stored": int(np.asarray(after.buffer.filled).sum()),
+                                  "finite": bool(np.isfinite(float(metrics["policy_loss"][0])))}
+
     # 3. Seeds x devices: 2 seeds on a (2 seed, 2 data) mesh against each seed alone on one device.
     both = dataclasses.replace(TrainConfig(**TINY), seeds="0,1", devices=4)
     layout = device_layout(both)
@@ -90,6 +100,13 @@ def main(out_dir):
         mine = jax.tree.map(lambda x, i=i: x[i], after.train_state.params)
         out["seed_param_diff"].append(max_param_diff(mine, alone.train_state.params))
         out["seed_loss_diff"].append(abs(float(metrics["policy_loss"][i][0]) - float(m["policy_loss"][0])))
+
+    # The full-size student initialises for several seeds (vmapped batched QRs deadlock on CPU).
+    big = dataclasses.replace(PRESETS["dr"], num_seeds=2, devices=1)
+    layout = device_layout(big)
+    runner = build_runner(big, layout.shard)
+    params = jax.jit(distribute_init(runner, runner.state_type, layout))(seed_keys(layout)[0]).train_state.params
+    out["big_init_shapes"] = sorted({tuple(x.shape[:1]) for x in jax.tree.leaves(params)})
 
     # 4. Bad layouts fail at once, naming what to change.
     out["errors"] = {}

@@ -120,8 +120,16 @@ def test_plr_per_device_buffers_hold_only_their_own_devices_levels(checks):
     assert set(shared["stored_envs"][0]) == set(first) | set(second)
 
 
+def test_every_plr_runner_steps_sharded(checks):
+    for method, m in checks[0]["methods"].items():
+        per_cycle = 8 * 16 * {"parallel_plr": 2, "parallel_accel": 3}.get(method, 1)
+        assert m["updates"] == 1 and m["finite"], method
+        assert m["env_steps"] == m["cycles"] * per_cycle and m["stored"] > 0, (method, m)
+
+
 def test_seeds_times_devices_matches_each_seed_alone(checks):
     out, _ = checks
+    assert out["big_init_shapes"] == [(2,)]  # the preset's LSTM-256 student, two seeds
     assert out["mesh"] == [2, 2]
     assert max(out["seed_param_diff"]) < 1e-6 and max(out["seed_loss_diff"]) < 1e-6
 
