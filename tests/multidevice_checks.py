@@ -79,9 +79,10 @@ def main(out_dir):
         out["plr_global" if global_buffer else "plr_per_device"] = {
             "buffer_shape": list(after.buffer.scores.shape), "stored_envs": stored}
 
-    # Every PLR-family runner steps sharded (2 devices, per-device buffers) and counts its steps.
+    # The other PLR-family runners step sharded (2 devices, per-device buffers) and count their
+    # steps: ACCEL runs robust PLR's search loop plus mutations, parallel ACCEL parallel PLR's layout.
     out["methods"] = {}
-    for method in ("robust_plr", "parallel_plr", "accel", "parallel_accel"):
+    for method in ("accel", "parallel_accel"):
         cfg = dataclasses.replace(plr, method=method, replay_prob=0.5, n_mutations=2, mutation_subsample=2)
         _, after, metrics = one_update(cfg)
         out["methods"][method] = {"updates": int(after.updates), "env_steps": int(metrics["env_steps"][0]),

@@ -168,12 +168,12 @@ def test_evaluate_command_end_to_end(run_dirs, tmp_path, capsys):
     level_file = tmp_path / "mine.txt"
     level_file.write_text("name: Corridor\nagent_dir: 0\nA..G\n\nmax_steps: 9\nA#\n.G\n")
     out = tmp_path / "results"
-    evaluate_main([str(run_dirs / "r0"), str(run_dirs / "r1"), "--suite", "SixteenRooms,FourRooms",
+    evaluate_main([str(run_dirs / "r0"), str(run_dirs / "r1"), "--suite", "SixteenRooms",
                    "--levels", str(level_file), "--episodes", "3", "--cvar", "40", "--cvar-episodes", "2", "--gif",
                    "--out", str(out)])
     doc = json.loads((out / "results.json").read_text())
     assert [(r["run"], r["seed"], r["checkpoint"]) for r in doc["runs"]] == [("r0", 0, 7), ("r1", 1, 7)]
-    assert list(doc["runs"][0]["mazes"]) == ["SixteenRooms", "FourRooms", "Corridor", "mine-1"]
+    assert list(doc["runs"][0]["mazes"]) == ["SixteenRooms", "Corridor", "mine-1"]
     for r in doc["runs"]:
         assert r["cvar"]["levels"] == 40 and 0 <= r["cvar"]["unsolvable"] < 40
         assert r["cvar"]["cvar_solved_rate"] <= r["cvar"]["mean_solved_rate"]
@@ -181,14 +181,14 @@ def test_evaluate_command_end_to_end(run_dirs, tmp_path, capsys):
         assert corridor["optimal_return"] == pytest.approx(1 - 0.9 * 3 / 36)  # 3 forwards, budget 2*3*6
         assert corridor["gap"] == pytest.approx(corridor["optimal_return"] - corridor["return"])
         assert r["mazes"]["mine-1"]["optimal_return"] == pytest.approx(1 - 0.9 * 4 / 9)
-    rates = [r["mazes"]["FourRooms"]["return"] for r in doc["runs"]]
-    s = doc["summary"]["FourRooms"]["return"]
+    rates = [r["mazes"]["SixteenRooms"]["length"] for r in doc["runs"]]
+    s = doc["summary"]["SixteenRooms"]["length"]
     assert s["n"] == 2 and s["mean"] == pytest.approx(np.mean(rates))
     if rates[0] != rates[1]:
         assert s["ci_low"] == pytest.approx(mean_ci(rates)[1])
     per_run = (out / "per_run.csv").read_text().splitlines()
-    assert per_run[0] == "run,seed,checkpoint,maze,solved_rate,return,length,gap" and len(per_run) == 1 + 2 * 5
-    assert (out / "gifs" / "r0-seed0" / "FourRooms.gif").stat().st_size > 0
+    assert per_run[0] == "run,seed,checkpoint,maze,solved_rate,return,length,gap" and len(per_run) == 1 + 2 * 4
+    assert (out / "gifs" / "r0-seed0" / "SixteenRooms.gif").stat().st_size > 0
     assert "suite mean" in capsys.readouterr().out
 
 
