@@ -102,8 +102,9 @@ def main(out_dir):
         out["seed_param_diff"].append(max_param_diff(mine, alone.train_state.params))
         out["seed_loss_diff"].append(abs(float(metrics["policy_loss"][i][0]) - float(m["policy_loss"][0])))
 
-    # The full-size student initialises for several seeds (vmapped batched QRs deadlock on CPU).
-    big = dataclasses.replace(PRESETS["dr"], num_seeds=2, devices=1)
+    # A 64-unit LSTM student initialises for several seeds (vmapped batched QRs, as in its
+    # orthogonal initialisers, deadlock XLA:CPU from 64 units up).
+    big = dataclasses.replace(PRESETS["dr"], num_seeds=2, devices=1, recurrent_size=64, num_envs=8)
     layout = device_layout(big)
     runner = build_runner(big, layout.shard)
     params = jax.jit(distribute_init(runner, runner.state_type, layout))(seed_keys(layout)[0]).train_state.params
