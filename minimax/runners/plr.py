@@ -32,7 +32,7 @@ buffer is ready), so all devices take the same branch and train on the same upda
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
