@@ -224,16 +224,4 @@ def test_wandb_logs_offline_without_environment_variables(tmp_path, monkeypatch)
             assert b"s3cr3t-value-8841" not in data and b"MINIMAX_TEST_SECRET" not in data, path
 
 
-def test_the_dr_runner_is_vmappable_over_seeds(tmp_path):
-    """The runner contract: init and step vmap over a leading seed axis, and each seed's
-    result equals that seed run alone."""
-    runner = build_runner(tiny(tmp_path, num_envs=4, num_steps=8, n_epochs=1))
-    keys = jax.random.split(jax.random.key(3), 2)
-    states = jax.jit(jax.vmap(runner.init))(keys)
-    states, metrics = jax.jit(jax.vmap(runner.step))(states)
-    for i in range(2):
-        alone, alone_metrics = jax.jit(runner.step)(jax.jit(runner.init)(keys[i]))
-        for k in alone_metrics:
-            np.testing.assert_allclose(metrics[k][i], alone_metrics[k], rtol=2e-5, atol=1e-6, err_msg=k)
-        jax.tree.map(lambda a, b: np.testing.assert_allclose(a[i], b, rtol=2e-4, atol=1e-6),
-                     states.train_state.params, alone.train_state.params)
+# Seeds vmapped in one program (each equal to the seed alone) are tested in tests/test_scale.py.
