@@ -72,6 +72,21 @@ class Checkpointer:
         steps = self.steps()
         return steps[-1] if steps else None
 
+    def restore_params(self, step: int | None = None):
+        """`(params, step)`: only the policy parameters of a checkpoint, as saved (a leading seed
+        axis for multi-seed runs), whatever device layout wrote it. For evaluation."""
+        step = self.latest_step() if step is None else int(step)
+        if step is None or step not in self.steps():
+            raise CheckpointError(f"no checkpoint for update {step} in {self.directory} (have {self.steps()})")
+        where = self.directory / str(step)
+        try:
+            restored = self._manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore()))
+            params = restored["state"]["train_state"]["params"]
+        except Exception as e:  # noqa: BLE001 (orbax raises many types)
+            raise CheckpointError(f"checkpoint {where} is corrupt or holds no policy parameters: "
+                                  f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
+        return jax.tree.map(np.asarray, params), step
+
     def restore(self, abstract_state, step: int | None = None):
         step = self.latest_step() if step is None else int(step)
         if step is None:
@@ -89,23 +104,6 @@ class Checkpointer:
         state, meta = restored["state"], restored["meta"]
         _check_matches(state, target, where)
         return _from_storable(state, abstract_state), dict(meta or {})
-
-
-def restore_params(directory, step: int | None = None):
-    """`(params, step)`: only the policy parameters of a checkpoint, as saved (a leading seed
-    axis for multi-seed runs), whatever device layout wrote it. For evaluation."""
-    checkpoints = Checkpointer(directory)
-    step = checkpoints.latest_step() if step is None else int(step)
-    if step is None or step not in checkpoints.steps():
-        raise CheckpointError(f"no checkpoint for update {step} in {checkpoints.directory} (have {checkpoints.steps()})")
-    where = checkpoints.directory / str(step)
-    try:
-        restored = checkpoints._manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore()))
-        params = restored["state"]["train_state"]["params"]
-    except Exception as e:  # noqa: BLE001 (orbax raises many types)
-        raise CheckpointError(f"checkpoint {where} is corrupt or holds no policy parameters: "
-                              f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
-    return jax.tree.map(np.asarray, params), step
 
 
 def _check_matches(state, target, where) -> None:

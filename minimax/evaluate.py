@@ -23,7 +23,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from minimax.checkpoint import Checkpointer, CheckpointError, restore_params
+from minimax.checkpoint import Checkpointer, CheckpointError
 from minimax.config import ConfigError, TrainConfig
 from minimax.envs.maze.level import InvalidLevelError
 from minimax.envs.maze.ood import get_suite, load_level_file
@@ -66,7 +66,7 @@ def load_policies(run_dir, step: int | None = None) -> list[Policy]:
     if step is not None and step not in checkpoints.steps():
         raise EvaluateError(f"{run_dir} has no checkpoint at update {step} (have {checkpoints.steps()})")
     try:
-        params, step = restore_params(run_dir / "checkpoints", step)
+        params, step = checkpoints.restore_params(step)
     except CheckpointError as e:
         raise EvaluateError(str(e)) from None
     seeds = cfg.seed_list

@@ -241,7 +241,8 @@ class GenerateAutoReset(Wrapper):
 
     def reset(self, key, params):
         key_levels, key_pool = jax.random.split(key)
-        levels = self.shard.local(self._generate(key_levels, self.num_envs * self.shard.size), self.num_envs)
+        # This device's slice of the global batch's levels (keys of the global split).
+        levels = jax.vmap(self.generator)(self.shard.env_keys(key_levels, self.num_envs))
         return self.reset_to_levels(key_pool, levels, params)
 
     def reset_to_levels(self, key, levels, params):

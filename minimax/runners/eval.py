@@ -145,17 +145,24 @@ class EvalRunner:
         self.env = AMaze()
         self._programs: dict = {}
 
+    def _play(self, env_params, key, params, envs):
+        """First episodes of a batch of envs, one level each."""
+        n = jax.tree.leaves(envs)[0].shape[0]
+        return evaluate_levels(key, self.model.apply, params, self.model.initial_carry(n), self.env, env_params,
+                               envs, self.greedy, self.chunk_steps)
+
+    @staticmethod
+    def _level_facts(levels, env_params):
+        """Per level: the optimal return and whether the goal is reachable at all."""
+        optimal = jax.vmap(optimal_return, in_axes=(0, None))(levels, env_params.max_steps)
+        return optimal, jax.vmap(shortest_path_length)(levels) >= 0
+
     def _run(self, env_params, key, params, levels):
         """Levels `[L]` -> per-env results `[L, E]` and per-level optimal return and solvability."""
         n_levels = jax.tree.leaves(levels)[0].shape[0]
-        n = n_levels * self.episodes
-        envs = jax.tree.map(lambda x: jnp.repeat(x, self.episodes, axis=0), levels)
-        out = evaluate_levels(key, self.model.apply, params, self.model.initial_carry(n), self.env, env_params,
-                              envs, self.greedy, self.chunk_steps)
+        out = self._play(env_params, key, params, jax.tree.map(lambda x: jnp.repeat(x, self.episodes, axis=0), levels))
         per_env = {k: out[k].reshape(n_levels, self.episodes) for k in ("return", "solved", "length")}
-        optimal = jax.vmap(optimal_return, in_axes=(0, None))(levels, env_params.max_steps)
-        solvable = jax.vmap(shortest_path_length)(levels) >= 0
-        return per_env, optimal, solvable, out["steps"]
+        return (per_env, *self._level_facts(levels, env_params))
 
     def _program(self, name, fn, *static):
         if (name, *static) not in self._programs:
@@ -163,18 +170,14 @@ class EvalRunner:
         return self._programs[(name, *static)]
 
     def _maze_group(self, mazes, env_params, key, params):
+        """Each env plays its own draw of its maze: results, optimal return and solvability `[mazes, E]`."""
         keys = jax.random.split(key, (len(mazes), self.episodes + 1))
-        # Each env its own draw of its maze: play every drawn level once.
         levels = jax.tree.map(lambda *xs: jnp.concatenate(xs), *[jax.vmap(m.sample)(k[1:])
                                                                  for m, k in zip(mazes, keys)])
-        n = len(mazes) * self.episodes
-        out = evaluate_levels(keys[0, 0], self.model.apply, params, self.model.initial_carry(n), self.env,
-                              env_params, levels, self.greedy, self.chunk_steps)
-        optimal = jax.vmap(optimal_return, in_axes=(0, None))(levels, env_params.max_steps)
-        solvable = jax.vmap(shortest_path_length)(levels) >= 0
+        out = self._play(env_params, keys[0, 0], params, levels)
         shaped = lambda x: x.reshape(len(mazes), self.episodes)  # noqa: E731
-        return ({k: shaped(out[k]) for k in ("return", "solved", "length")}, shaped(optimal), shaped(solvable),
-                out["steps"])
+        return ({k: shaped(out[k]) for k in ("return", "solved", "length")},
+                *(shaped(x) for x in self._level_facts(levels, env_params)))
 
     def evaluate_mazes(self, key, params, mazes: list[OODMaze]) -> dict[str, LevelResults]:
         groups = defaultdict(list)
@@ -184,7 +187,7 @@ class EvalRunner:
         for i, group in enumerate(groups.values()):
             env_params = group[0].params(**self.obs_options)
             program = self._program("mazes", self._maze_group, tuple(group), env_params)
-            per_env, optimal, solvable, _ = jax.device_get(program(jax.random.fold_in(key, i), params))
+            per_env, optimal, solvable = jax.device_get(program(jax.random.fold_in(key, i), params))
             for j, maze in enumerate(group):
                 # Optimal return and solvability are per episode here (procedural mazes differ per
                 # episode); a maze's row reports their mean and "all solvable".
@@ -204,7 +207,7 @@ class EvalRunner:
             if size < batch and n_levels > batch:  # pad the last batch: one program for every batch
                 chunk = jax.tree.map(lambda x: jnp.concatenate([x, jnp.repeat(x[:1], batch - size, 0)]), chunk)
             program = self._program("levels", self._run, env_params)
-            per_env, optimal, solvable, _ = jax.device_get(program(jax.random.fold_in(key, i), params, chunk))
+            per_env, optimal, solvable = jax.device_get(program(jax.random.fold_in(key, i), params, chunk))
             out.append(LevelResults(per_env["return"][:size], per_env["solved"][:size], per_env["length"][:size],
                                     optimal[:size], solvable[:size]))
         return _concat(out)
