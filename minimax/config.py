@@ -2,9 +2,9 @@
 
 One flat, frozen dataclass: every option is one command-line flag (`--lr`, `--num-envs`),
 its docstring is the `--help` text, and `__post_init__` rejects bad values at once with
-a message that names the option. Presets are the minimax report's Tables 5 and 6 (the
-current minimax release's maze configs); `python train.py --preset plr --lr 1e-3` starts
-from a preset and overrides single options.
+a message that names the option. Presets are the minimax report's Table 5 (LSTM student),
+value for value; docs/DESIGN.md lists where the released JSON configs differ.
+`python train.py --preset plr --lr 1e-3` starts from a preset and overrides single options.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Literal
 from minimax.curricula.level_buffer import SCORE_TRANSFORMS, STALENESS_TRANSFORMS
 from minimax.curricula.scores import SCORE_FUNCTIONS
 from minimax.curricula.training_set import REPLAY_SCHEDULES
-from minimax.runners.plr import MUTATION_METHODS, PLR_METHODS
+from minimax.runners.plr import MUTATION_CRITERIA, MUTATION_METHODS, PARALLEL_METHODS, PLR_METHODS
 
 METHODS = ("dr",) + PLR_METHODS
 MUTATORS = ("minimax", "four_edit")
@@ -152,7 +152,8 @@ class TrainConfig:
 
     # ---------------------------------------------------------------- PLR family
     replay_prob: float = 0.5
-    """Probability of a replay update once the buffer is full enough (PLR family)."""
+    """Probability of a replay update once the buffer is full enough (plr, robust_plr, accel; parallel
+    methods replay on every step once the buffer is ready, as the reference, and do not use it)."""
     buffer_size: int = 4000
     """Level buffer capacity (PLR family)."""
     staleness_coef: float = 0.3
@@ -190,8 +191,10 @@ class TrainConfig:
     """ACCEL edit: minimax (nothing / flip a wall / move the goal) or four_edit (add, remove wall, move agent, goal)."""
     n_mutations: int = 20
     """Edits per mutation (ACCEL)."""
-    mutation_subsample: int = 0
-    """ACCEL: mutate only the q highest-scoring replayed levels, tiled over the envs (0 = all of them)."""
+    mutation_criterion: Literal["batch", "easy", "hard"] = "batch"
+    """ACCEL parents: batch (every replayed level, one child each), easy / hard (the q lowest / highest scores, tiled)."""
+    mutation_subsample: int = 4
+    """ACCEL: q, the replayed levels mutated by --mutation-criterion easy or hard (unused by batch)."""
 
     def __post_init__(self):
         problems = list(_problems(self))
@@ -225,6 +228,12 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, values: dict) -> "TrainConfig":
         known = {f.name for f in dataclasses.fields(cls)}
+        values = dict(values)
+        if "mutation_criterion" not in values:
+            # Configs saved before the criterion existed: q > 0 mutated the q best-scored replays.
+            q = values.get("mutation_subsample", 0)
+            values["mutation_criterion"] = "hard" if q else "batch"
+            values["mutation_subsample"] = q or 4
         unknown = sorted(set(values) - known)
         if unknown:
             raise ConfigError(f"unknown config option(s) {', '.join(unknown)}")
@@ -280,7 +289,7 @@ def _problems(c: TrainConfig):
     if c.score_transform not in SCORE_TRANSFORMS:
         yield f"--score-transform must be one of {', '.join(SCORE_TRANSFORMS)}, got {c.score_transform!r}"
     for n, options in (("staleness_transform", STALENESS_TRANSFORMS), ("replay_schedule", REPLAY_SCHEDULES),
-                       ("mutator", MUTATORS)):
+                       ("mutator", MUTATORS), ("mutation_criterion", MUTATION_CRITERIA)):
         if getattr(c, n) not in options:
             yield f"{flag(n)} must be one of {', '.join(options)}, got {getattr(c, n)!r}"
     if c.recurrent_cell not in ("lstm", "gru"):
@@ -328,14 +337,19 @@ def _problems(c: TrainConfig):
         ready_at = math.ceil(c.min_fill_ratio * c.buffer_size)
         if c.method in ("robust_plr", "accel") and c.replay_prob <= 0 and not c.train_levels:
             yield f"--replay-prob must be > 0 for {c.method} (it trains only on replays), got {c.replay_prob}"
-        if c.train_levels and ready_at > c.train_levels:
+        if c.train_levels and c.buffer_size < c.train_levels:
+            yield (f"--train-levels ({c.train_levels}) needs --buffer-size >= {c.train_levels} (got {c.buffer_size}): "
+                   f"the buffer must hold every training level, so none is evicted and lost for good")
+        elif c.train_levels and ready_at > c.train_levels:
             yield (f"--train-levels ({c.train_levels}) cannot fill --min-fill-ratio x --buffer-size "
                    f"({c.min_fill_ratio} x {c.buffer_size}) levels: replay would never start")
         if not c.replay_with_replacement and max(ready_at, 1) < c.num_envs:
             yield (f"--no-replay-with-replacement needs --min-fill-ratio x --buffer-size >= --num-envs "
                    f"({c.min_fill_ratio} x {c.buffer_size} < {c.num_envs}): not enough distinct levels to sample")
-    if c.method in MUTATION_METHODS and c.mutation_subsample > c.num_envs:
-        yield f"--mutation-subsample ({c.mutation_subsample}) must be <= --num-envs ({c.num_envs})"
+    if (c.method in MUTATION_METHODS and c.mutation_criterion != "batch"
+            and not 1 <= c.mutation_subsample <= c.num_envs):
+        yield (f"--mutation-subsample must be in [1, --num-envs ({c.num_envs})] for --mutation-criterion "
+               f"{c.mutation_criterion}, got {c.mutation_subsample}")
     if not c.eval_suite.strip():
         yield "--eval-suite must name a suite or mazes"
     else:
@@ -351,22 +365,33 @@ def _problems(c: TrainConfig):
 # --------------------------------------------------------------------------- presets
 
 _SHARED = dict(num_updates=30_000, num_envs=32, num_steps=256, n_epochs=5, n_minibatches=1, clip_eps=0.2,
-               clip_value=True, max_grad_norm=0.5, maze_height=13, maze_width=13, max_episode_steps=250,
-               normalize_obs=True, recurrent_cell="lstm", recurrent_size=256, eval_every=100,
-               eval_suite="validation", eval_episodes=10, checkpoint_every=1000)
-_PLR = dict(buffer_size=4000, temperature=0.3, score_function="maxmc", score_transform="rank",
+               clip_value=True, max_grad_norm=0.5, adam_eps=1e-5, value_coef=0.5, gae_lambda=0.98, maze_height=13,
+               maze_width=13, max_episode_steps=250, normalize_obs=True, recurrent_cell="lstm", recurrent_size=256,
+               eval_every=100, eval_suite="validation", eval_episodes=10, checkpoint_every=1000)
+_PLR = dict(buffer_size=4000, score_function="maxmc", score_transform="rank", staleness_coef=0.3,
             min_fill_ratio=0.5, unique_levels=True)
+_ACCEL = dict(mutation_criterion="batch", mutation_subsample=4, n_walls=0)  # ACCEL grows levels from empty rooms
 
-PRESETS: dict[str, TrainConfig] = {
-    "dr": TrainConfig(preset="dr", method="dr", lr=1e-4, gamma=0.995, gae_lambda=0.98, entropy_coef=1e-3, n_walls=60,
-                      **_SHARED),
-    "plr": TrainConfig(preset="plr", method="robust_plr", lr=3e-4, gamma=0.999, gae_lambda=0.98, entropy_coef=0.0, n_walls=60,
-                       replay_prob=0.5, staleness_coef=0.3, **_PLR, **_SHARED),
-    "accel": TrainConfig(preset="accel", method="accel", lr=3e-4, gamma=0.999, gae_lambda=0.98, entropy_coef=0.0, n_walls=0,
-                         replay_prob=0.8, staleness_coef=0.5, n_mutations=20, mutation_subsample=4, **_PLR, **_SHARED),
-    "pplr": TrainConfig(preset="pplr", method="parallel_plr", lr=3e-4, gamma=0.999, gae_lambda=0.95, entropy_coef=0.0,
-                        n_walls=60, replay_prob=1.0, staleness_coef=0.5, **_PLR, **_SHARED),
-    "paccel": TrainConfig(preset="paccel", method="parallel_accel", lr=1e-4, gamma=0.999, gae_lambda=0.98, entropy_coef=1e-3,
-                          n_walls=0, replay_prob=1.0, staleness_coef=0.5, n_mutations=20, mutation_subsample=4, **_PLR, **_SHARED),
+TABLE_5 = {
+    # preset: (method, gamma, lr, student entropy, replay rate p, temperature beta, mutations)
+    "dr": ("dr", 0.995, 1e-4, 1e-3, None, None, None),
+    "plr": ("robust_plr", 0.995, 5e-5, 0.0, 0.5, 0.1, None),
+    "pplr": ("parallel_plr", 0.999, 1e-4, 0.0, 0.5, 0.3, None),
+    "accel": ("accel", 0.995, 1e-4, 0.0, 0.8, 0.1, 20),
+    "paccel": ("parallel_accel", 0.995, 1e-4, 0.0, 0.8, 0.1, 10),
 }
-"""The minimax report's maze configurations (Tables 5 and 6), by preset name."""
+"""The minimax report's Table 5 (LSTM student), the columns that differ between methods."""
+
+
+def _preset(name: str) -> TrainConfig:
+    method, gamma, lr, entropy, p, beta, mutations = TABLE_5[name]
+    values = dict(preset=name, method=method, gamma=gamma, lr=lr, entropy_coef=entropy, n_walls=60, **_SHARED)
+    if method != "dr":
+        values.update(_PLR, replay_prob=p, temperature=beta)
+    if mutations:
+        values.update(_ACCEL, n_mutations=mutations)
+    return TrainConfig(**values)
+
+
+PRESETS: dict[str, TrainConfig] = {name: _preset(name) for name in TABLE_5}
+"""The minimax report's maze configurations with an LSTM student (its Table 5), by preset name."""

@@ -94,7 +94,7 @@ def curriculum_config(cfg: TrainConfig) -> CurriculumConfig:
     return CurriculumConfig(method=cfg.method, replay_prob=cfg.replay_prob, min_fill_ratio=cfg.min_fill_ratio,
                             score_function=cfg.score_function, replay_with_replacement=cfg.replay_with_replacement,
                             train_levels=cfg.train_levels, replay_schedule=cfg.replay_schedule,
-                            mutation_subsample=cfg.mutation_subsample)
+                            mutation_criterion=cfg.mutation_criterion, mutation_subsample=cfg.mutation_subsample)
 
 
 def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD):
@@ -112,7 +112,8 @@ def device_layout(cfg: TrainConfig) -> DeviceLayout:
     """Seeds and devices of `cfg` as a mesh; bad combinations are `DeviceError`s naming the flags."""
     per_device_buffer = cfg.method != "dr" and not cfg.global_buffer
     return plan_layout(cfg.seed_list, cfg.devices, cfg.num_envs, cfg.buffer_size if per_device_buffer else None,
-                       cfg.mutation_subsample if cfg.method in MUTATION_METHODS else 0)
+                       cfg.mutation_subsample if cfg.method in MUTATION_METHODS and cfg.mutation_criterion != "batch"
+                       else 0)
 
 
 def seed_keys(layout: DeviceLayout):
@@ -242,9 +243,10 @@ def save_buffer_pictures(buffer, cfg: TrainConfig, layout: DeviceLayout, out_dir
             save_png(image, out_dir / f"update{update:07d}{suffix}.png")
 
 
-def train(cfg: TrainConfig) -> dict:
+def train(cfg: TrainConfig, on_checkpoint=None) -> dict:
     """Run (or resume) the experiment `cfg` describes; returns the last log row (with several
-    seeds, the across-seed mean row)."""
+    seeds, the across-seed mean row). `on_checkpoint(update) -> bool`, when given, is called
+    after every checkpoint save; returning True stops the run there (resume continues it)."""
     initialize_distributed(cfg.coordinator_address, cfg.num_processes, cfg.process_id)
     layout = device_layout(cfg)
     if not cfg.resume:
@@ -331,6 +333,8 @@ def train(cfg: TrainConfig) -> dict:
                 counts = (lambda a: a.tolist()) if layout.multi_seed else (lambda a: int(a[0]))
                 checkpoints.save(update, state, {"update": update, "cycles": counts(cycles),
                                                  "env_steps": counts(env_steps)})
+                if on_checkpoint is not None and on_checkpoint(update) and not final:
+                    break
             progress.advance(update, int(env_steps.sum()), row["sps"], row.get("train/return"))
     finally:
         progress.close()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from minimax.checkpoint import Checkpointer
-from minimax.config import PRESETS, TrainConfig
+from minimax.config import PRESETS, ConfigError, TrainConfig
 from minimax.curricula.buffer_view import top_levels
 from minimax.curricula.level_buffer import insert, level_hash, replay_weights
 from minimax.envs.maze.level import validate_level
@@ -67,12 +67,27 @@ def test_every_step_is_one_gradient_update_and_counts_every_env_step(two_seeds):
         extra = 2 if method == "accel" else 1  # the replay cycle (and the mutation cycle)
         np.testing.assert_array_equal(m["new/count"], (m["cycles"] - extra) * n)
         assert np.all(m["replay/count"] == n) and np.all(m["replay_fraction_sum"] == 1)
+    elif method in ("parallel_plr", "parallel_accel"):
+        # Gradient-free rollouts of 2N (3N) new levels until the buffer is ready, then one
+        # new | replay (| mutated) rollout, whose replay part trains.
+        g = PER_CYCLE[method]
+        np.testing.assert_array_equal(m["new/count"], ((m["cycles"] - 1) * g + 1) * n)
+        assert np.all(m["replay/count"] == n) and np.all(m["replay_fraction_sum"] == 1)
+        assert m["cycles"][:, 0].min() > 1 and np.all(m["cycles"][:, 1:] == 1)  # ready after the first step
     else:
         assert np.all(m["cycles"] == 1)
     if method in ("accel", "parallel_accel"):
         assert np.all(m["mutated/count"] == n)
     for k, v in m.items():
         assert np.all(np.isfinite(v)), k
+
+
+def test_the_staleness_clock_counts_each_level_handed_out_once(two_seeds):
+    """PLR eq. 3's clock `c` advances by the levels played: N per new or replay cycle (and ACCEL's
+    mutation cycle), 2N per parallel PLR rollout, 3N per parallel ACCEL rollout."""
+    method, runner, _, states, m = two_seeds
+    played = m["env_steps"].sum(axis=1) // runner.num_steps
+    np.testing.assert_array_equal(np.asarray(states.buffer.episode_count), played)
 
 
 def test_buffers_hold_valid_distinct_scored_levels(two_seeds):
@@ -125,7 +140,7 @@ def test_robust_plr_search_cycles_do_not_train():
 
 
 def test_parallel_accel_lays_out_new_replay_and_mutated_levels():
-    cfg = small("parallel_accel", replay_prob=1.0, min_fill_ratio=0.25)
+    cfg = small("parallel_accel", min_fill_ratio=0.25)
     runner = build_runner(cfg)
     state = runner.init(jax.random.key(3))
     n = runner.num_envs
@@ -133,14 +148,14 @@ def test_parallel_accel_lays_out_new_replay_and_mutated_levels():
     stock = jax.vmap(runner.generator)(jax.random.split(jax.random.key(4), 8))
     buffer, _ = insert(state.buffer, stock, jnp.linspace(0.1, 0.8, 8), jnp.zeros(8), jnp.ones(8, bool),
                        runner.buffer_cfg)
-    state = state.replace(buffer=buffer)
-    replay, idx, groups, child_mutations, buffer, _ = jax.jit(runner.parallel_levels)(jax.random.key(5), state)
-    assert bool(replay) and len(groups) == 3
+    buffer, _, idx, groups, child_mutations = jax.jit(runner.parallel_levels)(
+        jax.random.key(5), buffer, state.training_set)
+    assert len(groups) == 3
     new, replayed, children = (jax.tree.map(np.asarray, g) for g in groups)
     np.testing.assert_array_equal(replayed.wall_map, np.asarray(buffer.levels.wall_map)[np.asarray(idx)])
     assert np.all(np.asarray(buffer.filled)[np.asarray(idx)])
     np.testing.assert_array_equal(np.asarray(child_mutations), 1)
-    for i in range(n):
+    for i in range(n):  # batch selection: env i's child comes from env i's replayed level
         edits = int((children.wall_map[i] != replayed.wall_map[i]).sum()) + int(
             np.any(children.goal_pos[i] != replayed.goal_pos[i]))
         assert edits <= cfg.n_mutations
@@ -148,6 +163,44 @@ def test_parallel_accel_lays_out_new_replay_and_mutated_levels():
     # New levels are fresh draws, not buffer entries.
     stored = {tuple(h) for h in np.asarray(buffer.hashes)[np.asarray(buffer.filled)]}
     assert not any(tuple(h) in stored for h in np.asarray(jax.vmap(level_hash)(groups[0])))
+    # The clock: 8 stocked, then 2N new and mutated levels, then N replay draws; the last
+    # drawn level is not stale at all.
+    assert int(buffer.episode_count) == 8 + 3 * n
+    assert int(buffer.last_sampled[int(idx[-1])]) == int(buffer.episode_count)
+
+
+@pytest.mark.parametrize("criterion", ["batch", "easy", "hard"])
+def test_mutation_criteria_pick_the_reference_parents(criterion):
+    """Table 5's `batch` mutates every replayed level (one child per env); `easy` / `hard` tile
+    the q lowest / highest scoring ones. With an identity mutator the children are the parents."""
+    cfg = small("accel", num_envs=8, mutation_criterion=criterion, mutation_subsample=2)
+    runner = build_runner(cfg)
+    runner.mutator = lambda key, level: level
+    levels = jax.vmap(runner.generator)(jax.random.split(jax.random.key(8), 8))
+    scores = jnp.array([0.5, 0.9, 0.1, 0.7, 0.3, 0.8, 0.2, 0.6])
+    children, mutations = runner.mutate(jax.random.key(9), levels, scores, jnp.arange(8, dtype=jnp.int32))
+    parents = np.asarray(mutations) - 1   # each child's count is its parent's plus one
+    expected = {"batch": np.arange(8), "easy": np.array([2, 6] * 4), "hard": np.array([1, 5] * 4)}[criterion]
+    np.testing.assert_array_equal(parents, expected)
+    np.testing.assert_array_equal(np.asarray(children.wall_map), np.asarray(levels.wall_map)[expected])
+    if criterion == "batch":  # as many distinct parents as distinct replayed levels
+        assert len(set(parents.tolist())) == len({np.asarray(w).tobytes() for w in levels.wall_map})
+
+
+@pytest.mark.parametrize("method", ["robust_plr", "parallel_accel"])
+def test_a_step_never_trains_on_an_empty_buffer(method):
+    """The search-cycle cap hit before any level was stored: no update on placeholder levels."""
+    runner = build_runner(small(method))
+    runner.cur = dataclasses.replace(runner.cur, max_search_rollouts=0)
+    state = runner.init(jax.random.key(4))
+    after, m = jax.jit(runner.step)(state)
+    assert int(m["gradient_updates"]) == 0 and int(after.updates) == 0 and float(m["search_capped"]) == 1
+    for a, b in zip(jax.tree.leaves(state.train_state.params), jax.tree.leaves(after.train_state.params)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # Only fresh levels may enter the buffer, never placeholders or their children.
+    assert int(np.asarray(after.buffer.mutations)[np.asarray(after.buffer.filled)].sum()) == 0
+    if method == "robust_plr":
+        assert not bool(after.buffer.filled.any())
 
 
 def test_train_logs_buffer_and_level_statistics_and_checkpoints_the_buffer(tmp_path):
@@ -192,6 +245,53 @@ def test_presets_build_their_runners(preset):
     state = jax.eval_shape(runner.init, jax.random.key(0))
     assert state.buffer.scores.shape == (4000,)
     assert state.buffer.levels.wall_map.shape == (4000, 13, 13)
+
+
+# The minimax report's Table 5 (LSTM student), typed from the report: DR, PLR⊥, PLR∥, ACCEL, ACCEL∥.
+TABLE_5_COLUMNS = ("dr", "plr", "pplr", "accel", "paccel")
+TABLE_5_ROWS = {
+    "gamma": (0.995, 0.995, 0.999, 0.995, 0.995),
+    "lr": (1e-4, 5e-5, 1e-4, 1e-4, 1e-4),
+    "entropy_coef": (1e-3, 0.0, 0.0, 0.0, 0.0),
+    "replay_prob": (None, 0.5, 0.5, 0.8, 0.8),
+    "buffer_size": (None, 4000, 4000, 4000, 4000),
+    "score_function": (None, "maxmc", "maxmc", "maxmc", "maxmc"),
+    "score_transform": (None, "rank", "rank", "rank", "rank"),
+    "temperature": (None, 0.1, 0.3, 0.1, 0.1),
+    "staleness_coef": (None, 0.3, 0.3, 0.3, 0.3),
+    "mutation_subsample": (None, None, None, 4, 4),
+    "mutation_criterion": (None, None, None, "batch", "batch"),
+    "n_mutations": (None, None, None, 20, 10),
+}
+TABLE_5_SHARED = dict(gae_lambda=0.98, num_steps=256, n_epochs=5, n_minibatches=1, clip_eps=0.2, num_envs=32,
+                      adam_eps=1e-5, max_grad_norm=0.5, clip_value=True, value_coef=0.5, num_updates=30_000,
+                      recurrent_cell="lstm", recurrent_size=256)
+
+
+def test_presets_are_the_reports_table_5():
+    assert set(PRESETS) == set(TABLE_5_COLUMNS)
+    methods = dict(zip(TABLE_5_COLUMNS, ("dr", "robust_plr", "parallel_plr", "accel", "parallel_accel")))
+    for col, name in enumerate(TABLE_5_COLUMNS):
+        cfg = PRESETS[name]
+        assert cfg.method == methods[name] and cfg.preset == name
+        for field, value in TABLE_5_SHARED.items():
+            assert getattr(cfg, field) == value, (name, field)
+        for field, values in TABLE_5_ROWS.items():
+            if values[col] is not None:
+                assert getattr(cfg, field) == values[col], (name, field, getattr(cfg, field), values[col])
+
+
+def test_a_finite_training_set_must_fit_in_the_buffer():
+    with pytest.raises(ConfigError, match=r"--train-levels \(100\) needs --buffer-size >= 100"):
+        small("robust_plr", train_levels=100, buffer_size=50)
+    small("robust_plr", train_levels=16, buffer_size=16)  # every level has a slot: fine
+
+
+def test_configs_saved_before_mutation_criteria_keep_their_selection():
+    old = {k: v for k, v in small("accel").to_dict().items() if k != "mutation_criterion"}
+    assert TrainConfig.from_dict({**old, "mutation_subsample": 4}).mutation_criterion == "hard"
+    legacy_all = TrainConfig.from_dict({**old, "mutation_subsample": 0})
+    assert legacy_all.mutation_criterion == "batch"
 
 
 def test_a_finite_training_set_plays_unseen_seeds_first():

@@ -16,8 +16,14 @@ the rest of the runner state. Levels are any pytree (stacked `[K, ...]`), not on
 Choices the papers leave open, made explicit:
 - Ranks are competition ranks: equal scores share the best rank, so equal scores get
   equal probability (an ordinal rank would favour whichever slot sorts first).
-- The episode counter `c` counts levels handed out for play: every sampled replay level
-  and every offered new level adds one; both get the new count as their timestamp.
+- The episode counter `c` (the clock of PLR eq. 3) counts levels handed out for play, each
+  once: a replay draw adds one (`sample_replay`), a batch of new levels adds its size
+  (`insert`'s `played`, or `advance_clock` when they are handed out before the replays of
+  the same rollout). A drawn level's timestamp is the clock at its draw; a stored newcomer's
+  is the clock after its batch, so both start at staleness 0.
+- Replay batches are drawn one level at a time, as in both reference samplers: after each
+  draw the drawn level's timestamp is refreshed, so a level drawn early in a batch has lost
+  its staleness weight for the later draws of the same batch.
 - With nothing to prefer (all scores zero under `power`, zero staleness), a transform
   falls back to uniform over the filled slots; an empty buffer gives uniform over all
   slots (runners never replay from it: see `replay_decision`).
@@ -214,22 +220,40 @@ def replay_weights(buffer: LevelBuffer, cfg: BufferConfig) -> jax.Array:
 
 
 def sample_replay(key, buffer: LevelBuffer, n: int, cfg: BufferConfig, replace: bool = True):
-    """Draw `n` slots from P_replay: `(buffer, indices int32[n], levels [n, ...])`.
+    """Draw `n` slots from P_replay, one at a time: `(buffer, indices int32[n], levels [n, ...])`.
 
-    With `replace=False` the draw is a Gumbel top-k (n distinct slots, each draw from the
-    renormalised remainder); it needs at least `n` slots of positive weight. Sampled levels
-    get a fresh timestamp.
+    Each draw sees the buffer as the earlier draws left it: the clock advances by one and the
+    drawn level's timestamp becomes the new clock, so its staleness (and its share of P_C) is
+    0 for the rest of the batch (the reference samplers' sequential draws). Scores do not
+    change within a batch, so P_S is computed once. With `replace=False` a drawn slot is
+    excluded from later draws (the remaining weights renormalised; uniform over the remaining
+    filled slots when none is left with positive weight).
     """
-    p = replay_weights(buffer, cfg)
-    if replace:
-        idx = jax.random.choice(key, buffer.capacity, (n,), replace=True, p=p)
-    else:
-        logits = jnp.where(p > 0, jnp.log(jnp.where(p > 0, p, 1.0)), -jnp.inf)
-        _, idx = jax.lax.top_k(logits + jax.random.gumbel(key, p.shape), n)
-    idx = idx.astype(jnp.int32)
-    count = buffer.episode_count + n
-    buffer = buffer.replace(last_sampled=buffer.last_sampled.at[idx].set(count), episode_count=count)
+    k = buffer.capacity
+    p_score = score_weights(buffer, cfg)
+    rho = cfg.staleness_coef
+
+    def draw(carry, key):
+        last, count, taken = carry
+        p = p_score
+        if rho > 0:
+            stale = buffer.replace(last_sampled=last, episode_count=count)
+            p = (1 - rho) * p + rho * staleness_weights(stale, cfg)
+        if not replace:
+            p = _normalize(jnp.where(taken, 0.0, p), buffer.filled & ~taken)
+        i = jax.random.choice(key, k, (), p=p).astype(jnp.int32)
+        count = count + 1
+        return (last.at[i].set(count), count, taken.at[i].set(True)), i
+
+    (last, count, _), idx = jax.lax.scan(draw, (buffer.last_sampled, buffer.episode_count, jnp.zeros((k,), bool)),
+                                         jax.random.split(key, n))
+    buffer = buffer.replace(last_sampled=last, episode_count=count)
     return buffer, idx, jax.tree.map(lambda x: x[idx], buffer.levels)
+
+
+def advance_clock(buffer: LevelBuffer, played) -> LevelBuffer:
+    """Count `played` levels handed out for play (new levels) without storing anything."""
+    return buffer.replace(episode_count=buffer.episode_count + jnp.asarray(played, jnp.int32))
 
 
 def fill_ratio(buffer: LevelBuffer) -> jax.Array:
@@ -277,8 +301,13 @@ class InsertInfo:
     duplicate: jax.Array   # bool[n]: already in the buffer or earlier in the batch
 
 
-def insert(buffer: LevelBuffer, levels, scores, max_returns, valid, cfg: BufferConfig, mutations=None):
+def insert(buffer: LevelBuffer, levels, scores, max_returns, valid, cfg: BufferConfig, mutations=None,
+           played=None):
     """Offer a batch of `n` played levels: `(buffer, InsertInfo)`.
+
+    The clock advances by `played`, the number of levels this batch handed out for play
+    (default `n`: a batch of new levels, each played once). Pass 0 for levels already counted
+    (replays are counted by `sample_replay`, new levels handed out earlier by `advance_clock`).
 
     Levels with `valid` False (no completed episode, hence no score) are skipped. With
     `cfg.unique_levels`, a level equal to an earlier one in the batch is dropped and one
@@ -290,7 +319,7 @@ def insert(buffer: LevelBuffer, levels, scores, max_returns, valid, cfg: BufferC
     k = buffer.capacity
     mutations = jnp.zeros((n,), jnp.int32) if mutations is None else mutations
     ok = valid & jnp.isfinite(scores)
-    count = buffer.episode_count + n
+    count = buffer.episode_count + (n if played is None else jnp.asarray(played, jnp.int32))
 
     if cfg.unique_levels:
         hashes = jax.vmap(level_hash)(levels)                                    # [n, 2]

@@ -11,11 +11,24 @@ count every rollout and every simulated step, gradient-free ones included.
 - robust_plr:     new-level cycles only score and offer their levels to the buffer (no
                   gradient); the step loops over them (`lax.while_loop`) until a replay
                   cycle, which trains.
-- accel:          robust PLR, then the replayed levels are mutated, played by the updated
-                  policy without gradients, scored and offered to the buffer.
+- accel:          robust PLR, then the replayed levels are mutated (`mutation_criterion`:
+                  every replayed level, or the q easiest / hardest tiled), played by the
+                  updated policy without gradients, scored and offered to the buffer.
 - parallel_plr:   one rollout of 2N envs, new | replay; all are scored and offered, the
-                  replay half trains (it holds new levels until the buffer can replay).
-- parallel_accel: 3N envs, new | replay | mutations of this update's replay levels.
+                  replay half trains. Until the buffer is ready, the step loops over
+                  gradient-free rollouts of 2N new levels (the reference skips the gradient
+                  then); once it is ready every step replays (the reference forces p = 1).
+- parallel_accel: 3N envs, new | replay | mutations of this update's replay levels (3N new
+                  levels, without gradient, until the buffer is ready).
+
+The staleness clock of the buffer counts each level handed out for play once: N per
+new-level or replay cycle, 2N per parallel PLR step, 3N per parallel ACCEL step. In a
+parallel step the new (and mutated) levels are counted before the replay draws, so the
+last-drawn replay level ends the step at staleness 0.
+
+If the search-cycle cap is hit while a buffer is still empty, the step trains on nothing:
+the parameters stay as they were and `gradient_updates` is 0 (never train on the
+placeholder levels of an empty buffer).
 
 A level from a replay is scored and its buffer entry updated before any newcomer is
 inserted, so a replayed level is never evicted before its new score is known.
@@ -40,8 +53,8 @@ from flax import struct
 from flax.training.train_state import TrainState
 
 from minimax.agents.ppo import PPOConfig, compute_gae, create_train_state, ppo_update
-from minimax.curricula.level_buffer import (BufferConfig, LevelBuffer, buffer_stats, fill_ratio, init_buffer,
-                                            insert, sample_replay, update_scores)
+from minimax.curricula.level_buffer import (BufferConfig, LevelBuffer, advance_clock, buffer_stats, fill_ratio,
+                                            init_buffer, insert, sample_replay, update_scores)
 from minimax.curricula.scores import ScoreInputs, rollout_max_return, score_levels
 from minimax.curricula.training_set import (TrainingSet, draw_new_seeds, init_training_set, level_from_seed,
                                             replay_probability)
@@ -53,6 +66,8 @@ from minimax.runners.rollout import (Rollout, collect_rollout, env_slice, episod
 
 PLR_METHODS = ("plr", "robust_plr", "parallel_plr", "accel", "parallel_accel")
 MUTATION_METHODS = ("accel", "parallel_accel")
+PARALLEL_METHODS = ("parallel_plr", "parallel_accel")
+MUTATION_CRITERIA = ("batch", "easy", "hard")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,12 +81,16 @@ class CurriculumConfig:
     replay_with_replacement: bool = True
     train_levels: int = 0            # > 0: a finite training set of level seeds (PLR paper)
     replay_schedule: str = "fixed"   # with train_levels: fixed | proportionate
-    mutation_subsample: int = 0      # ACCEL: mutate only the q best replayed levels (tiled to N); 0 = all
-    max_search_rollouts: int = 256   # robust PLR / ACCEL: new-level cycles per step at most
+    mutation_criterion: str = "batch"  # ACCEL parents: batch (every replayed level) | easy | hard (q of them)
+    mutation_subsample: int = 4      # q: replayed levels mutated (tiled to N) by the easy / hard criteria
+    max_search_rollouts: int = 256   # robust / parallel PLR, ACCEL: gradient-free cycles per step at most
 
     def __post_init__(self):
         if self.method not in PLR_METHODS:
             raise ValueError(f"method must be one of {', '.join(PLR_METHODS)}, got {self.method!r}")
+        if self.mutation_criterion not in MUTATION_CRITERIA:
+            raise ValueError(f"mutation_criterion must be one of {', '.join(MUTATION_CRITERIA)}, "
+                             f"got {self.mutation_criterion!r}")
         if self.method in ("robust_plr", "accel") and not self.replay_prob > 0 and not self.train_levels:
             raise ValueError(f"{self.method} trains only on replays: replay_prob must be > 0, got {self.replay_prob}")
 
@@ -107,11 +126,12 @@ class PLRRunner:
             raise ValueError(f"buffer capacity ({buffer.capacity}) must be divisible by the device count ({d}) "
                              f"for per-device buffers (or use one global buffer)")
         q = curriculum.mutation_subsample
-        if q and not 1 <= q <= num_envs:
-            raise ValueError(f"mutation_subsample must be in [1, num_envs={num_envs}] or 0, got {q}")
-        if q % d:
-            raise ValueError(f"mutation_subsample ({q}) must be divisible by the device count ({d}): "
-                             f"each device mutates its best q / D replayed levels")
+        if curriculum.method in MUTATION_METHODS and curriculum.mutation_criterion != "batch":
+            if not 1 <= q <= num_envs:
+                raise ValueError(f"mutation_subsample must be in [1, num_envs={num_envs}], got {q}")
+            if q % d:
+                raise ValueError(f"mutation_subsample ({q}) must be divisible by the device count ({d}): "
+                                 f"each device mutates q / D of its replayed levels")
         self.env, self.env_params, self.generator, self.model, self.ppo = env, env_params, generator, model, ppo
         self.num_envs, self.num_steps = int(num_envs), int(num_steps)
         self.shard, self.global_buffer = shard, bool(global_buffer)
@@ -158,17 +178,24 @@ class PLRRunner:
             return training_set, jax.vmap(lambda s: level_from_seed(self.generator, s))(seeds)
         return training_set, jax.vmap(self.generator)(self.shard.env_keys(key, n))
 
+    def buffer_ready(self, buffer: LevelBuffer):
+        """Every device's buffer is `min_fill_ratio` full and holds a level."""
+        return self.shard.all((fill_ratio(buffer) >= self.cur.min_fill_ratio) & buffer.filled.any())
+
     def decide_replay(self, key, buffer: LevelBuffer, training_set: TrainingSet):
-        """Bernoulli(replay_prob) once every device's buffer is `min_fill_ratio` full (never
-        while one is empty); the key is shared, so every device decides the same."""
+        """Bernoulli(replay_prob) once the buffer is ready (never while one is empty); the key
+        is shared, so every device decides the same."""
         p = self.cur.replay_prob
         if self.cur.train_levels:
             p = replay_probability(training_set, self.cur.replay_schedule, p)
-        ready = self.shard.all((fill_ratio(buffer) >= self.cur.min_fill_ratio) & buffer.filled.any())
-        return ready & jax.random.bernoulli(key, p)
+        return self.buffer_ready(buffer) & jax.random.bernoulli(key, p)
 
     # Buffer operations: per-device buffers see this device's levels; a global buffer sees
     # every device's (gathered) and so stays identical on all devices.
+
+    def _played(self, n):
+        """Levels handed out for play, as the buffer counts them (a global buffer counts every device's)."""
+        return n * self.shard.size if self.global_buffer else n
 
     def _sample(self, key, buffer, n):
         if self.global_buffer:
@@ -182,11 +209,14 @@ class PLRRunner:
             idx, scores, max_returns, valid = self.shard.gather((idx, scores, max_returns, valid))
         return update_scores(buffer, idx, scores, max_returns, valid, self.buffer_cfg)
 
-    def _insert(self, buffer, levels, scores, max_returns, valid, mutations=None):
+    def _insert(self, buffer, levels, scores, max_returns, valid, mutations=None, played=None):
+        """Offer this device's levels; `played` (this device's count, default all of them) advances the clock."""
         if self.global_buffer:
             levels, scores, max_returns, valid, mutations = self.shard.gather(
                 (levels, scores, max_returns, valid, mutations))
-        return insert(buffer, levels, scores, max_returns, valid, self.buffer_cfg, mutations)[0]
+        if played is not None:
+            played = self._played(played)
+        return insert(buffer, levels, scores, max_returns, valid, self.buffer_cfg, mutations, played)[0]
 
     def _env_step(self, key, env_state, actions):
         keys = self.shard.env_keys(key, actions.shape[0])
@@ -242,28 +272,50 @@ class PLRRunner:
         return {k: jnp.asarray(v, jnp.float32) for k, v in out.items()}
 
     def mutate(self, key, levels, scores, parent_mutations):
-        """Children of `levels` (the q best by score, tiled to N, when subsampling; per device,
-        its best q / D, tiled to its envs)."""
+        """Children of the replayed `levels`, one per env (`mutation_criterion`): batch mutates
+        every replayed level; easy / hard the q lowest / highest by score, tiled over the envs
+        (per device, q / D of its own)."""
         n = self.n
-        q = self.cur.mutation_subsample // self.shard.size
-        if q:
-            _, best = jax.lax.top_k(scores, q)
-            pick = best[jnp.arange(n) % q]
+        if self.cur.mutation_criterion != "batch":
+            q = self.cur.mutation_subsample // self.shard.size
+            _, chosen = jax.lax.top_k(scores if self.cur.mutation_criterion == "hard" else -scores, q)
+            pick = chosen[jnp.arange(n) % q]
             levels = jax.tree.map(lambda x: x[pick], levels)
             parent_mutations = parent_mutations[pick]
         children = jax.vmap(self.mutator)(self.shard.env_keys(key, n), levels)
         return children, parent_mutations + 1
 
-    def new_level_cycle(self, key, params, buffer: LevelBuffer, training_set: TrainingSet):
-        """Robust PLR's search cycle: play N new levels, score them and offer them to the buffer.
+    def new_level_cycle(self, key, params, buffer: LevelBuffer, training_set: TrainingSet, n: int | None = None):
+        """A search cycle: play `n` (default N) new levels, score them and offer them to the buffer.
         No gradient: the agent's parameters are only read. `(buffer, training_set, metrics)`."""
-        n = self.n
+        n = self.n if n is None else n
         k_new, k_roll = jax.random.split(key)
         training_set, levels = self.new_levels(k_new, training_set, n)
         rollout = self.rollout(k_roll, params, levels)
         scores, max_returns, valid = self.score(rollout, self.advantages(rollout), jnp.full((n,), -jnp.inf))
         buffer = self._insert(buffer, levels, scores, max_returns, valid)
         return buffer, training_set, self.group_metrics("new", levels, rollout, scores, valid)
+
+    def search(self, key, params, buffer, training_set, n, done):
+        """Search cycles of `n` new levels (no gradient) until `done(key, buffer, training_set)` or
+        `max_search_rollouts` cycles: `(key, buffer, training_set, cycles, done, summed metrics)`."""
+        zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(
+            lambda *args: self.new_level_cycle(*args, n=n), key, params, buffer, training_set)[2])
+
+        def searching(c):
+            return ~c["done"] & (c["i"] < self.cur.max_search_rollouts)
+
+        def cycle(c):
+            key, k_explore, k_done = jax.random.split(c["key"], 3)
+            buffer, training_set, m = self.new_level_cycle(k_explore, params, c["buffer"], c["training_set"], n)
+            return dict(key=key, buffer=buffer, training_set=training_set, i=c["i"] + 1,
+                        done=done(k_done, buffer, training_set), metrics=jax.tree.map(jnp.add, c["metrics"], m))
+
+        key, k_done = jax.random.split(key)
+        c = jax.lax.while_loop(searching, cycle, dict(
+            key=key, buffer=buffer, training_set=training_set, i=jnp.zeros((), jnp.int32),
+            done=done(k_done, buffer, training_set), metrics=zeros))
+        return c["key"], c["buffer"], c["training_set"], c["i"], c["done"], c["metrics"]
 
     def _sample_or_new(self, key, replay, buffer, training_set):
         """Replay levels from the buffer if `replay`, else new levels: `(buffer, training_set, idx, levels)`."""
@@ -281,16 +333,25 @@ class PLRRunner:
 
         return jax.lax.cond(replay, sample, new, (buffer, training_set))
 
+    def _train(self, key, train_state, batch, trainable=True):
+        """One PPO update, or none (parameters kept) where `trainable` is False."""
+        new_state, metrics = ppo_update(key, train_state, batch, self.ppo, self.shard)
+        if trainable is True:
+            return new_state, metrics
+        keep = lambda new, old: jnp.where(trainable, new, old)  # noqa: E731
+        return jax.tree.map(keep, new_state, train_state), metrics
+
     def _finish(self, state: PLRState, train_state, buffer, training_set, key, metrics, trained: Rollout,
-                cycles, replays):
+                cycles, replays, updated=True):
         metrics = reduce_metrics({**metrics, **episode_metrics(trained)}, self.shard)
         metrics.update(self._buffer_stats(buffer))
+        updated = jnp.asarray(updated, jnp.int32)
         metrics["cycles"] = jnp.asarray(cycles, jnp.int32)
         metrics["replay_fraction_sum"] = jnp.asarray(replays, jnp.float32)
         metrics["replay_fraction_count"] = jnp.asarray(cycles, jnp.float32)
-        metrics["gradient_updates"] = jnp.ones((), jnp.int32)
+        metrics["gradient_updates"] = updated
         state = PLRState(train_state=train_state, buffer=buffer, training_set=training_set, key=key,
-                         updates=state.updates + 1)
+                         updates=state.updates + updated)
         return state, metrics
 
     def _buffer_stats(self, buffer):
@@ -312,6 +373,7 @@ class PLRRunner:
 
     def _step_plr(self, state: PLRState):
         """One cycle, replay or new, and a gradient update on it."""
+        n = self.n
         key, k_dec, k_levels, k_roll, k_upd = jax.random.split(state.key, 5)
         replay = self.decide_replay(k_dec, state.buffer, state.training_set)
         buffer, training_set, idx, levels = self._sample_or_new(k_levels, replay, state.buffer, state.training_set)
@@ -321,7 +383,8 @@ class PLRRunner:
         prior = jnp.where(replay, buffer.max_returns[idx], -jnp.inf)
         scores, max_returns, valid = self.score(rollout, batch.advantages, prior)
         buffer = self._update_scores(buffer, idx, scores, max_returns, valid & replay)
-        buffer = self._insert(buffer, levels, scores, max_returns, valid & ~replay)
+        # Replays were counted as they were drawn; new levels are counted here.
+        buffer = self._insert(buffer, levels, scores, max_returns, valid & ~replay, played=jnp.where(replay, 0, n))
         metrics.update(self.group_metrics("new", levels, rollout, scores, valid, ~replay))
         metrics.update(self.group_metrics("replay", levels, rollout, scores, valid, replay))
         metrics["env_steps"] = jnp.asarray(self.num_envs * self.num_steps, jnp.int32)
@@ -331,97 +394,92 @@ class PLRRunner:
         """New-level cycles without gradients until a replay cycle, which trains (then ACCEL mutates)."""
         params = state.train_state.params
         n, t = self.n, self.num_steps
-        key, k_dec = jax.random.split(state.key)
+        key, buffer, training_set, searched, replay, metrics = self.search(
+            state.key, params, state.buffer, state.training_set, n, self.decide_replay)
+        metrics = dict(metrics)
 
-        zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(
-            self.new_level_cycle, key, params, state.buffer, state.training_set)[2])
-
-        def searching(c):
-            return ~c["replay"] & (c["i"] < self.cur.max_search_rollouts)
-
-        def search(c):
-            key, k_explore, k_dec = jax.random.split(c["key"], 3)
-            buffer, training_set, m = self.new_level_cycle(k_explore, params, c["buffer"], c["training_set"])
-            return dict(key=key, buffer=buffer, training_set=training_set, i=c["i"] + 1,
-                        replay=self.decide_replay(k_dec, buffer, training_set),
-                        metrics=jax.tree.map(jnp.add, c["metrics"], m))
-
-        c = jax.lax.while_loop(searching, search, dict(
-            key=key, buffer=state.buffer, training_set=state.training_set, i=jnp.zeros((), jnp.int32),
-            replay=self.decide_replay(k_dec, state.buffer, state.training_set), metrics=zeros))
-        metrics = dict(c["metrics"])
-
-        # The replay cycle (also after max_search_rollouts new cycles, from whatever the buffer holds).
-        key, k_sample, k_roll, k_upd, k_mut, k_mroll = jax.random.split(c["key"], 6)
-        buffer, idx, levels = self._sample(k_sample, c["buffer"], n)
+        # The replay cycle (also after max_search_rollouts new cycles, from whatever the buffer
+        # holds; with nothing in it, no update).
+        trainable = self.shard.all(buffer.filled.any())
+        key, k_sample, k_roll, k_upd, k_mut, k_mroll = jax.random.split(key, 6)
+        buffer, idx, levels = self._sample(k_sample, buffer, n)
         rollout = self.rollout(k_roll, params, levels)
         batch = ppo_batch(rollout, self.ppo.gamma, self.ppo.gae_lambda)
-        train_state, ppo_metrics = ppo_update(k_upd, state.train_state, batch, self.ppo, self.shard)
+        train_state, ppo_metrics = self._train(k_upd, state.train_state, batch, trainable)
         metrics.update(ppo_metrics)
         scores, max_returns, valid = self.score(rollout, batch.advantages, buffer.max_returns[idx])
         buffer = self._update_scores(buffer, idx, scores, max_returns, valid)
         metrics.update(self.group_metrics("replay", levels, rollout, scores, valid))
-        cycles = c["i"] + 1
+        cycles = searched + 1
 
         if self.method == "accel":
             children, mutations = self.mutate(k_mut, levels, buffer.scores[idx], buffer.mutations[idx])
             child_rollout = self.rollout(k_mroll, train_state.params, children)
             c_scores, c_max, c_valid = self.score(child_rollout, self.advantages(child_rollout),
                                                   jnp.full((n,), -jnp.inf))
-            buffer = self._insert(buffer, children, c_scores, c_max, c_valid, mutations)
+            buffer = self._insert(buffer, children, c_scores, c_max, c_valid & trainable, mutations)
             metrics.update(self.group_metrics("mutated", children, child_rollout, c_scores, c_valid))
             cycles = cycles + 1
         metrics["env_steps"] = cycles * (self.num_envs * t)
-        metrics["search_capped"] = (~c["replay"]).astype(jnp.float32)
-        return self._finish(state, train_state, buffer, c["training_set"], key, metrics, rollout, cycles, 1)
+        metrics["search_capped"] = (~replay).astype(jnp.float32)
+        return self._finish(state, train_state, buffer, training_set, key, metrics, rollout, cycles, 1, trainable)
 
-    def parallel_levels(self, key, state: PLRState):
-        """The levels of one parallel update: `(replay, idx, groups, child_mutations, buffer, training_set)`
-        with `groups` = [new, replay (new levels until the buffer can replay), mutations of the replay
-        part (parallel ACCEL only)], N levels each, and `idx` the replayed slots."""
-        n = self.n
-        k_dec, k_new, k_levels, k_mut = jax.random.split(key, 4)
-        replay = self.decide_replay(k_dec, state.buffer, state.training_set)
-        training_set, new = self.new_levels(k_new, state.training_set, n)
-        buffer, training_set, idx, second = self._sample_or_new(k_levels, replay, state.buffer, training_set)
-        groups = [new, second]
+    @property
+    def groups(self) -> int:
+        """Level groups of a parallel rollout: new | replay (| mutated)."""
+        return 3 if self.method == "parallel_accel" else 2
+
+    def parallel_levels(self, key, buffer: LevelBuffer, training_set: TrainingSet):
+        """The levels of one parallel update: `(buffer, training_set, idx, groups, child_mutations)`,
+        `groups` = [new, replayed (slots `idx`), children of the replayed (parallel ACCEL)], N each."""
+        n, g = self.n, self.groups
+        k_new, k_sample, k_mut = jax.random.split(key, 3)
+        training_set, new = self.new_levels(k_new, training_set, n)
+        # The new and mutated levels are handed out with the replays; counting them first
+        # leaves the last-drawn replay level at staleness 0 after the step.
+        buffer = advance_clock(buffer, self._played((g - 1) * n))
+        buffer, idx, replayed = self._sample(k_sample, buffer, n)
+        groups = [new, replayed]
         child_mutations = jnp.zeros((n,), jnp.int32)
-        if self.method == "parallel_accel":
-            # Children of this update's replay levels; with subsampling, of the best-scored ones.
-            parent_scores = jnp.where(replay, buffer.scores[idx], 0.0)
-            parent_mutations = jnp.where(replay, buffer.mutations[idx], 0)
-            children, child_mutations = self.mutate(k_mut, second, parent_scores, parent_mutations)
+        if g == 3:
+            children, child_mutations = self.mutate(k_mut, replayed, buffer.scores[idx], buffer.mutations[idx])
             groups.append(children)
-        return replay, idx, groups, child_mutations, buffer, training_set
+        return buffer, training_set, idx, groups, child_mutations
 
     def _step_parallel(self, state: PLRState):
-        """One rollout over new | replay (| mutated) envs; the replay part trains."""
-        n = self.n
-        key, k_levels, k_roll, k_upd = jax.random.split(state.key, 4)
-        replay, idx, groups, child_mutations, buffer, training_set = self.parallel_levels(k_levels, state)
+        """Gradient-free rollouts of new levels until the buffer is ready, then one rollout over
+        new | replay (| mutated) envs, whose replay part trains."""
+        n, g = self.n, self.groups
+        params = state.train_state.params
+        ready = lambda key, buffer, training_set: self.buffer_ready(buffer)  # noqa: E731
+        key, buffer, training_set, searched, is_ready, metrics = self.search(
+            state.key, params, state.buffer, state.training_set, g * n, ready)
+        trainable = self.shard.all(buffer.filled.any())
+
+        key, k_levels, k_roll, k_upd = jax.random.split(key, 4)
+        buffer, training_set, idx, groups, child_mutations = self.parallel_levels(k_levels, buffer, training_set)
         levels = jax.tree.map(lambda *xs: jnp.concatenate(xs), *groups)
-        rollout = self.rollout(k_roll, state.train_state.params, levels)
+        rollout = self.rollout(k_roll, params, levels)
         full = ppo_batch(rollout, self.ppo.gamma, self.ppo.gae_lambda)
-        train_state, metrics = ppo_update(k_upd, state.train_state, env_slice(full, n, 2 * n), self.ppo, self.shard)
+        train_state, ppo_metrics = self._train(k_upd, state.train_state, env_slice(full, n, 2 * n), trainable)
 
         no_prior = jnp.full((n,), -jnp.inf)
-        prior = jnp.concatenate([no_prior, jnp.where(replay, buffer.max_returns[idx], -jnp.inf)]
-                                + [no_prior] * (len(groups) - 2))
+        prior = jnp.concatenate([no_prior, buffer.max_returns[idx]] + [no_prior] * (g - 2))
         scores, max_returns, valid = self.score(rollout, full.advantages, prior)
-        part = lambda x, g: x[g * n:(g + 1) * n]  # noqa: E731
-        buffer = self._update_scores(buffer, idx, part(scores, 1), part(max_returns, 1), part(valid, 1) & replay)
-        offered = valid & jnp.concatenate([jnp.ones((n,), bool), jnp.full((n,), ~replay)]
-                                          + [jnp.ones((n,), bool)] * (len(groups) - 2))
-        mutations = jnp.concatenate([jnp.zeros((2 * n,), jnp.int32)] + [child_mutations] * (len(groups) - 2))
-        buffer = self._insert(buffer, levels, scores, max_returns, offered, mutations)
+        part = lambda x, i: x[i * n:(i + 1) * n]  # noqa: E731
+        buffer = self._update_scores(buffer, idx, part(scores, 1), part(max_returns, 1), part(valid, 1))
+        offered = valid & jnp.concatenate([jnp.ones((n,), bool), jnp.zeros((n,), bool)]
+                                          + [jnp.full((n,), trainable)] * (g - 2))
+        mutations = jnp.concatenate([jnp.zeros((2 * n,), jnp.int32)] + [child_mutations] * (g - 2))
+        buffer = self._insert(buffer, levels, scores, max_returns, offered, mutations, played=0)
 
-        played = [rollout_envs(rollout, g * n, (g + 1) * n) for g in range(len(groups))]
-        group = lambda name, g, active=True: self.group_metrics(  # noqa: E731
-            name, groups[g], played[g], part(scores, g), part(valid, g), active)
-        # Until the buffer can replay, the second part holds new levels: they count as new.
-        metrics.update(jax.tree.map(jnp.add, group("new", 0), group("new", 1, ~replay)))
-        metrics.update(group("replay", 1, replay))
-        if len(groups) == 3:
+        played = [rollout_envs(rollout, i * n, (i + 1) * n) for i in range(g)]
+        group = lambda name, i: self.group_metrics(  # noqa: E731
+            name, groups[i], played[i], part(scores, i), part(valid, i))
+        metrics = {**jax.tree.map(jnp.add, dict(metrics), group("new", 0)), **ppo_metrics, **group("replay", 1)}
+        if g == 3:
             metrics.update(group("mutated", 2))
-        metrics["env_steps"] = jnp.asarray(self.envs_per_rollout * self.num_steps, jnp.int32)
-        return self._finish(state, train_state, buffer, training_set, key, metrics, played[1], 1, replay)
+        cycles = searched + 1
+        metrics["env_steps"] = cycles * (self.envs_per_rollout * self.num_steps)
+        metrics["search_capped"] = (~is_ready).astype(jnp.float32)
+        return self._finish(state, train_state, buffer, training_set, key, metrics, played[1], cycles, 1, trainable)
