@@ -1,5 +1,7 @@
-"""The student network: parameter count, shapes, recurrent resets, sequence == step-by-step."""
+"""The student network: parameter count, shapes, initialisation (the reference's), recurrent resets,
+sequence == step-by-step."""
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -75,12 +77,120 @@ def test_a_sequence_call_equals_step_by_step_calls():
         np.testing.assert_allclose(value[0], seq_value[t], rtol=1e-5, atol=1e-6)
 
 
-def test_initialisation_is_orthogonal():
-    params = init(MazeActorCritic(recurrent_size=64))["params"]
-    w = np.asarray(params["core"]["hidden_kernel"])  # [64, 256]: orthonormal rows
-    np.testing.assert_allclose(w @ w.T, np.eye(64), atol=1e-5)
-    out = np.asarray(params["policy_out"]["kernel"])  # [32, 7], scale 0.01: orthogonal columns
-    np.testing.assert_allclose(out.T @ out, 1e-4 * np.eye(7), atol=1e-8)
+@pytest.fixture(scope="module")
+def student_params():
+    return init(MazeActorCritic(n_actions=7))["params"]
+
+
+def assert_orthonormal_columns(w, gain=1.0):
+    w = np.asarray(w, np.float64)
+    np.testing.assert_allclose(w.T @ w, gain ** 2 * np.eye(w.shape[1]), atol=1e-5)
+
+
+def assert_orthonormal_rows(w, gain=1.0):
+    assert_orthonormal_columns(np.asarray(w).T, gain)
+
+
+def test_every_layer_starts_as_in_the_reference_student(student_params):
+    """Per layer as in the minimax reference: orthogonal with the activation's gain, constant
+    0.01 on the policy output, zero biases."""
+    p = student_params
+    assert_orthonormal_columns(np.asarray(p["conv"]["kernel"]).reshape(27, 16), np.sqrt(2))  # ReLU gain
+    assert_orthonormal_rows(p["dir_embed"]["embedding"])  # [4, 5], gain 1
+    assert_orthonormal_columns(p["policy_hidden"]["kernel"], np.sqrt(2))  # [256, 32], tanh gain
+    assert_orthonormal_columns(p["value_hidden"]["kernel"], np.sqrt(2))
+    assert_orthonormal_columns(p["value_out"]["kernel"])  # [32, 1], gain 1
+    np.testing.assert_array_equal(p["policy_out"]["kernel"], np.full((32, 7), 0.01, np.float32))
+    biases = [leaf for path, leaf in jax.tree_util.tree_leaves_with_path(p) if "bias" in jax.tree_util.keystr(path)]
+    assert len(biases) == 6  # conv, the LSTM's, and the four head layers'
+    for leaf in biases:
+        np.testing.assert_array_equal(leaf, 0.0)
+
+
+def test_each_lstm_gate_block_is_orthogonal_on_its_own(student_params):
+    """Regression: one orthogonal matrix across the four gates gave each gate's block about half
+    the scale (recurrent column norms 0.5, input 0.38); the reference's flax cell draws one per gate."""
+    core = student_params["core"]
+    w_in, w_h = np.asarray(core["input_kernel"]), np.asarray(core["hidden_kernel"])  # [149, 1024], [256, 1024]
+    for g in range(4):  # gates i, f, g, o
+        block_in, block_h = w_in[:, 256 * g:256 * (g + 1)], w_h[:, 256 * g:256 * (g + 1)]
+        assert_orthonormal_columns(block_h)  # [256, 256]: orthogonal, W^T W = W W^T = I
+        assert_orthonormal_rows(block_h)
+        assert_orthonormal_rows(block_in)  # [149, 256]: orthonormal rows, W W^T = I
+        np.testing.assert_allclose(np.linalg.norm(block_in, axis=0).mean(), np.sqrt(149 / 256), atol=0.02)
+    # The gates are drawn independently: their recurrent blocks are not the same matrix.
+    assert np.abs(w_h[:, :256] - w_h[:, 256:512]).max() > 0.1
+    np.testing.assert_array_equal(core["bias"], 0.0)
+
+
+def test_each_gru_gate_block_is_orthogonal_and_the_biases_are_flaxs():
+    params = init(MazeActorCritic(recurrent_cell="gru", recurrent_size=32))["params"]["core"]
+    w_in, w_h = np.asarray(params["input_kernel"]), np.asarray(params["hidden_kernel"])  # [149, 96], [32, 96]
+    for g in range(3):  # gates r, z, n
+        assert_orthonormal_columns(w_in[:, 32 * g:32 * (g + 1)])  # [149, 32]: orthonormal columns
+        assert_orthonormal_columns(w_h[:, 32 * g:32 * (g + 1)])
+    # flax's GRUCell: a bias per gate on the input side, one on the candidate's hidden side; all zero.
+    assert params["input_bias"].shape == (96,) and params["hidden_bias"].shape == (32,)
+    np.testing.assert_array_equal(params["input_bias"], 0.0)
+    np.testing.assert_array_equal(params["hidden_bias"], 0.0)
+    cell = nn.GRUCell(32)
+    flax_params = cell.init(jax.random.key(0), jnp.zeros((1, 32)), jnp.zeros((1, 149)))
+    assert count_params(params) == count_params(flax_params)
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_the_initial_policy_is_exactly_uniform(cell):
+    """The reference's constant 0.01 policy output: every action gets the same logit, whatever
+    the observation and the carry."""
+    model = MazeActorCritic(n_actions=7, recurrent_cell=cell, recurrent_size=32)
+    params = init(model, n=4, key=3)
+    carry, _, _ = model.apply(params, model.initial_carry(4), random_obs(jax.random.key(1), 3, 4),
+                              jnp.zeros((3, 4), bool))  # a non-zero carry
+    reset = jax.random.bernoulli(jax.random.key(2), 0.3, (5, 4))
+    _, logits, _ = model.apply(params, carry, random_obs(jax.random.key(4), 5, 4), reset)
+    logits = np.asarray(logits)
+    assert np.abs(logits).max() > 1e-3  # the logits do depend on the features ...
+    np.testing.assert_allclose(logits, logits[..., :1] * np.ones((1, 7)), rtol=0, atol=1e-6)  # ... equally
+    np.testing.assert_allclose(jax.nn.softmax(logits), np.full(logits.shape, 1 / 7), rtol=0, atol=1e-6)
+
+
+def _flax_cell_params_as_ours(cell, flax_params):
+    """Our fused layout from a flax cell's per-gate parameters."""
+    p = flax_params["params"]
+    if cell == "lstm":
+        return {"input_kernel": jnp.concatenate([p[f"i{g}"]["kernel"] for g in "ifgo"], axis=-1),
+                "hidden_kernel": jnp.concatenate([p[f"h{g}"]["kernel"] for g in "ifgo"], axis=-1),
+                "bias": jnp.concatenate([p[f"h{g}"]["bias"] for g in "ifgo"])}
+    return {"input_kernel": jnp.concatenate([p[f"i{g}"]["kernel"] for g in "rzn"], axis=-1),
+            "input_bias": jnp.concatenate([p[f"i{g}"]["bias"] for g in "rzn"]),
+            "hidden_kernel": jnp.concatenate([p[f"h{g}"]["kernel"] for g in "rzn"], axis=-1),
+            "hidden_bias": p["hn"]["bias"]}
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_the_cores_compute_flaxs_cells(cell):
+    """Same parameters (flax's per-gate ones, perturbed so biases matter), same outputs:
+    our fused layout is flax's cell with its gate kernels side by side."""
+    from minimax.models.recurrent import CORES
+    t, n, f, h = 6, 3, 7, 5
+    flax_cell = nn.OptimizedLSTMCell(h) if cell == "lstm" else nn.GRUCell(h)
+    carry = flax_cell.initialize_carry(jax.random.key(0), (n, f))
+    flax_params = flax_cell.init(jax.random.key(1), carry, jnp.zeros((n, f)))
+    leaves, treedef = jax.tree.flatten(flax_params)
+    keys = jax.random.split(jax.random.key(2), len(leaves))
+    flax_params = treedef.unflatten([x + 0.3 * jax.random.normal(k, x.shape) for x, k in zip(leaves, keys)])
+    xs = jax.random.normal(jax.random.key(3), (t, n, f))
+
+    want = []
+    for x in xs:
+        carry, y = flax_cell.apply(flax_params, carry, x)
+        want.append(y)
+    core = CORES[cell](h)
+    ours = {"params": _flax_cell_params_as_ours(cell, flax_params)}
+    assert jax.tree.map(jnp.shape, ours) == jax.tree.map(
+        jnp.shape, core.init(jax.random.key(0), core.initial_carry(n, h), xs, jnp.zeros((t, n), bool)))
+    _, got = core.apply(ours, core.initial_carry(n, h), xs, jnp.zeros((t, n), bool))
+    np.testing.assert_allclose(got, jnp.stack(want), rtol=1e-5, atol=1e-5)
 
 
 def reference_lstm(w_in, w_h, b, xs, reset, carry):

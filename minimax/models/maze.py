@@ -2,9 +2,19 @@
 
 Conv 3x3 (16 filters, VALID, ReLU) on the egocentric image -> 144 features; an
 embedding of the agent's direction (4 -> 5); concatenated (149) into a recurrent core
-(LSTM 256 by default); policy and value heads Dense(32)+tanh -> Dense. Orthogonal
-initialisation (sqrt 2 in the trunk, 0.01 on the policy output, 1 on the value output).
-With the LSTM and 7 actions: 432,924 parameters.
+(LSTM 256 by default); policy and value heads Dense(32)+tanh -> Dense. With the LSTM and
+7 actions: 432,924 parameters.
+
+Initialisation follows the minimax reference's student (`GridWorldACStudentModel`), layer by
+layer; every bias starts at zero:
+- conv: orthogonal, gain sqrt 2 (ReLU's gain; the ReLU follows the conv);
+- direction embedding: orthogonal, gain 1;
+- recurrent core: orthogonal, gain 1, drawn separately for each gate's input block and
+  recurrent block (as the reference's flax cells have one kernel per gate; see `recurrent.py`);
+- policy and value hidden layers: orthogonal, gain sqrt 2;
+- policy output: the constant 0.01, so every action's logit is the same function of the
+  features and the initial policy is exactly uniform for any observation;
+- value output: orthogonal, gain 1.
 
 Every call runs a sequence: inputs are `[T, N, ...]` and `reset[T, N]` marks steps that
 start a new episode (the core's carry is zeroed there). Acting is the T = 1 case.
@@ -42,18 +52,18 @@ class MazeActorCritic(nn.Module):
         x = nn.Conv(self.conv_filters, (3, 3), padding="VALID", kernel_init=trunk, name="conv")(
             image.reshape((t * n,) + image.shape[2:]))
         x = nn.relu(x).reshape(t, n, -1)
-        d = nn.Embed(4, self.dir_embed_size, embedding_init=nn.initializers.orthogonal(),
+        d = nn.Embed(4, self.dir_embed_size, embedding_init=nn.initializers.orthogonal(1.0),
                      name="dir_embed")(obs["agent_dir"].astype(jnp.int32))
         x = jnp.concatenate([x, d], axis=-1)
 
         carry, h = CORES[self.recurrent_cell](self.recurrent_size, name="core")(carry, x, reset)
 
-        def head(out_size, out_scale, name):
+        def head(out_size, out_init, name):
             y = nn.tanh(nn.Dense(self.head_hidden, kernel_init=trunk, name=f"{name}_hidden")(h))
-            return nn.Dense(out_size, kernel_init=nn.initializers.orthogonal(out_scale), name=f"{name}_out")(y)
+            return nn.Dense(out_size, kernel_init=out_init, name=f"{name}_out")(y)
 
-        logits = head(self.n_actions, 0.01, "policy")
-        value = head(1, 1.0, "value")[..., 0]
+        logits = head(self.n_actions, nn.initializers.constant(0.01), "policy")  # uniform initial policy
+        value = head(1, nn.initializers.orthogonal(1.0), "value")[..., 0]
         return carry, logits, value
 
 

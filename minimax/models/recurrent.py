@@ -5,7 +5,15 @@ weight gradient with one small matmul per time step inside the reverse loop. The
 here has a hand-written backward pass (`lstm_sequence`) that keeps only the
 hidden-to-hidden product in the loop and computes weight gradients as single large
 matmuls, about 1.3x faster for the 256-step, 5-epoch PPO update on CPU. The parameters
-are the same as flax's cells (LSTM: 4 * (F*H + H*H + H)).
+are the same as flax's cells (LSTM: 4 * (F*H + H*H + H); GRU: 3 * (F*H + H*H) + 4 * H), with
+each cell's per-gate kernels stored side by side in one fused kernel.
+
+Initialisation follows the minimax reference, which builds flax's `OptimizedLSTMCell` /
+`GRUCell` with `orthogonal(1.0)` for both the input and the recurrent kernels: every gate's
+`[F, H]` input block and `[H, H]` recurrent block is an orthogonal matrix drawn on its own
+(`per_gate`). One orthogonal matrix across all the gates would shrink every block with fewer
+rows than the fused width by 1/sqrt(gates) (the recurrent ones always). Biases start at zero,
+as flax's.
 
 Episode boundaries: `reset[t]` is true when step t starts a new episode; the carry is
 zeroed *before* step t is processed, so the output at t equals a fresh run's.
@@ -16,6 +24,19 @@ from __future__ import annotations
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+
+
+def per_gate(init, n_gates: int):
+    """An initialiser for a fused `[..., n_gates * H]` kernel: each gate's `[..., H]` block is
+    drawn by `init` with its own key, as if it were a separate layer (flax's cells keep one
+    kernel per gate). The blocks are drawn one by one, so no batched QR decomposition appears."""
+    def init_fused(key, shape, dtype=jnp.float32):
+        *lead, width = shape
+        if width % n_gates:
+            raise ValueError(f"a fused kernel's last axis ({width}) must split into {n_gates} gates")
+        keys = jax.random.split(key, n_gates)
+        return jnp.concatenate([init(k, (*lead, width // n_gates), dtype) for k in keys], axis=-1)
+    return init_fused
 
 
 def _sigmoid(x):
@@ -101,14 +122,21 @@ class LSTM(nn.Module):
     @nn.compact
     def __call__(self, carry, x, reset):
         h_size = self.features
-        w_in = self.param("input_kernel", nn.initializers.orthogonal(), (x.shape[-1], 4 * h_size))
-        w_h = self.param("hidden_kernel", nn.initializers.orthogonal(), (h_size, 4 * h_size))
-        b = self.param("bias", nn.initializers.zeros, (4 * h_size,))
+        gate_init = per_gate(nn.initializers.orthogonal(1.0), 4)  # gates (i, f, g, o)
+        w_in = self.param("input_kernel", gate_init, (x.shape[-1], 4 * h_size))
+        w_h = self.param("hidden_kernel", gate_init, (h_size, 4 * h_size))
+        b = self.param("bias", nn.initializers.zeros, (4 * h_size,))  # flax: on the hidden side only
         return lstm_sequence(w_in, w_h, b, x, reset, carry)
 
 
 class GRU(nn.Module):
-    """GRU over `[T, N, F]` inputs (cuDNN form: the reset gate scales the hidden projection). Carry `[N, H]`."""
+    """GRU over `[T, N, F]` inputs, as flax's `GRUCell`. Carry `[N, H]`.
+
+    Gates (r, z, n); the reset gate scales the hidden projection of the candidate (cuDNN form).
+    Biases as in flax: one per gate on the input side, plus one on the candidate's hidden
+    projection (inside the reset gate's product); the r and z hidden projections have none,
+    since a second bias there would only duplicate the input side's.
+    """
 
     features: int
 
@@ -119,21 +147,21 @@ class GRU(nn.Module):
     @nn.compact
     def __call__(self, carry, x, reset):
         h_size = self.features
-        w_in = self.param("input_kernel", nn.initializers.orthogonal(), (x.shape[-1], 3 * h_size))
+        gate_init = per_gate(nn.initializers.orthogonal(1.0), 3)  # gates (r, z, n)
+        w_in = self.param("input_kernel", gate_init, (x.shape[-1], 3 * h_size))
         b_in = self.param("input_bias", nn.initializers.zeros, (3 * h_size,))
-        w_h = self.param("hidden_kernel", nn.initializers.orthogonal(), (h_size, 3 * h_size))
-        b_h = self.param("hidden_bias", nn.initializers.zeros, (3 * h_size,))
+        w_h = self.param("hidden_kernel", gate_init, (h_size, 3 * h_size))
+        b_hn = self.param("hidden_bias", nn.initializers.zeros, (h_size,))  # the candidate's only
         x_proj = jnp.einsum("tnf,fg->tng", x, w_in) + b_in
 
         def step(h, inputs):
             xp, r = inputs
             h = jnp.where(r[:, None], 0.0, h)
-            hp = h @ w_h + b_h
             xr, xz, xn = jnp.split(xp, 3, axis=-1)
-            hr, hz, hn = jnp.split(hp, 3, axis=-1)
+            hr, hz, hn = jnp.split(h @ w_h, 3, axis=-1)
             r_gate = jax.nn.sigmoid(xr + hr)
             z = jax.nn.sigmoid(xz + hz)
-            n = jnp.tanh(xn + r_gate * hn)
+            n = jnp.tanh(xn + r_gate * (hn + b_hn))
             h = (1.0 - z) * n + z * h
             return h, h
 
