@@ -1,0 +1,558 @@
+"""Reproduce the minimax report's Table 2 with one command: `python -m minimax.reproduce`.
+
+For each method (presets `dr`, `plr` = PLR⊥, `pplr` = PLR∥, `accel`, `paccel` = ACCEL∥), train
+`--seeds` seeds in one vmapped program (minimax.train's `--num-seeds`) for `--updates` PPO
+updates (default: the report's 30,000), evaluate every seed on the `--suite` mazes (default
+`dcd12`, `--eval-episodes` 100 per maze, with minimax.evaluate's code), and write
+`<out-dir>/table.md` and `<out-dir>/results.json`: per maze and for the suite mean, the mean
+solved rate and return with 95% Student-t confidence intervals across seeds, next to the
+report's Table 2 solved rates and wall times, plus our training and evaluation wall times.
+
+It resumes. Runs live in `<out-dir>/runs/<method>/` (ordinary minimax.train run directories);
+`<out-dir>/state.json` keeps the wall time each method's training and evaluation have used,
+summed over commands, and each seed's evaluation as soon as it is done. Rerunning the same
+command continues every method from its latest checkpoint, never retrains a method that has
+reached `--updates`, and never redoes a stored evaluation (unless `--reevaluate`). With
+`--time-limit SECONDS` the command stops cleanly at the first checkpoint (or finished seed
+evaluation) past that wall time and exits with status 3: rerun it to continue, e.g.
+
+    while python -m minimax.reproduce --time-limit 420; [ $? -eq 3 ]; do :; done
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import sys
+import time
+import typing
+from pathlib import Path
+
+import numpy as np
+import tyro
+
+from minimax.checkpoint import CheckpointError
+from minimax.config import PRESETS, ConfigError, TrainConfig, flag
+
+REPORT_UPDATES = 30_000
+EXIT_RERUN = 3  # stopped at --time-limit: rerun the same command to continue
+
+# The minimax report, Table 2 (minimax rows): solved rate on the OOD mazes after 30k PPO updates,
+# mean and std of 10 runs, and wall time in hours on one V100 GPU.
+REPORT = {
+    "dr": dict(label="DR", solved_rate=0.55, std=0.05, wall_hours=3),
+    "plr": dict(label="PLR⊥", solved_rate=0.70, std=0.03, wall_hours=5),
+    "pplr": dict(label="PLR∥", solved_rate=0.74, std=0.04, wall_hours=3),
+    "accel": dict(label="ACCEL", solved_rate=0.73, std=0.05, wall_hours=4),
+    "paccel": dict(label="ACCEL∥", solved_rate=0.74, std=0.04, wall_hours=3),
+}
+REPORT_RUNS = 10
+METHODS = tuple(REPORT)
+
+# TrainConfig options this command sets itself (or through its own flags); --set cannot change them.
+RESERVED = {"preset": "--methods", "method": "--methods", "seed": "--seeds", "seeds": "--seeds",
+            "num_seeds": "--seeds", "run_name": "--out-dir", "out_dir": "--out-dir", "num_updates": "--updates",
+            "resume": None, "overwrite": None, "log_every": "--log-every", "checkpoint_every": "--checkpoint-every",
+            "progress": "--progress/--no-progress"}
+
+
+class ReproduceError(RuntimeError):
+    """Bad input to the reproduce command, or an output directory it cannot continue."""
+
+
+class TimeLimitReached(Exception):
+    """--time-limit passed at a point where progress is saved."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ReproduceConfig:
+    """Reproduce the minimax report's Table 2: train each method's seeds, evaluate on the OOD mazes,
+    write <out-dir>/table.md and results.json. Rerun the same command to resume."""
+
+    methods: str = ",".join(METHODS)
+    """Comma-separated presets to run: dr, plr (PLR⊥, robust PLR), pplr (PLR∥), accel, paccel (ACCEL∥)."""
+    updates: int = REPORT_UPDATES
+    """PPO updates per method (the report: 30,000); raising it later extends the runs from their checkpoints."""
+    seeds: int = 5
+    """Seeds per method (0 .. N-1), trained together in one vmapped program."""
+    out_dir: str = "reproduce"
+    """Output directory: runs/<method>/ (run directories), state.json, table.md, results.json."""
+    eval_episodes: int = 100
+    """Episodes per maze and seed (parallel envs, each env's first episode counts)."""
+    suite: str = "dcd12"
+    """Evaluation mazes: a suite name (dcd12, validation) or comma-separated maze names."""
+    time_limit: float = 0.0
+    """Stop cleanly at the first checkpoint (or finished seed evaluation) after this many seconds, exit 3 (0 = none)."""
+    checkpoint_every: int = 200
+    """Save each run every this many updates (a multiple of --log-every): the most work a kill can lose."""
+    log_every: int = 10
+    """Updates per compiled chunk and log row (minimax.train's --log-every)."""
+    set: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
+    """KEY=VALUE: override a training option (minimax.train's flag without --, e.g. recurrent_size=16); repeatable."""
+    reevaluate: bool = False
+    """Evaluate again even where this output directory holds an evaluation (use in one command, not in a chain)."""
+    progress: bool = True
+    """Show minimax.train's progress bar."""
+    compile_cache: bool = True
+    """Keep compiled programs in <out-dir>/jax_cache so a chain of commands compiles each program once."""
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def parse_methods(text: str) -> list[str]:
+    methods = [m.strip() for m in text.split(",") if m.strip()]
+    if not methods:
+        raise ReproduceError(f"--methods names no method (choose from {', '.join(METHODS)})")
+    for m in methods:
+        if m not in METHODS:
+            raise ReproduceError(f"--methods: unknown method {m!r} (choose from {', '.join(METHODS)})")
+    if len(set(methods)) != len(methods):
+        raise ReproduceError(f"--methods names a method twice: {text!r}")
+    return methods
+
+
+def _convert(key: str, text: str, kind):
+    """A --set value as the type of TrainConfig field `key`."""
+    origin = typing.get_origin(kind)
+    if origin is typing.Literal:
+        options = typing.get_args(kind)
+        for option in options:
+            if str(option) == text:
+                return option
+        raise ReproduceError(f"--set {key}={text}: must be one of {', '.join(map(str, options))}")
+    if kind is bool:
+        low = text.lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        raise ReproduceError(f"--set {key}={text}: not a boolean (true or false)")
+    if kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            raise ReproduceError(f"--set {key}={text}: not {'an int' if kind is int else 'a number'}") from None
+    return text
+
+
+def parse_overrides(items) -> dict:
+    """`("recurrent_size=16", ...)` -> `{"recurrent_size": 16}`, typed like TrainConfig's fields."""
+    kinds = typing.get_type_hints(TrainConfig)
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip().lstrip("-").replace("-", "_")
+        if not sep or not key:
+            raise ReproduceError(f"--set expects KEY=VALUE, got {item!r}")
+        if key not in kinds:
+            raise ReproduceError(f"--set: unknown training option {key!r} (see python train.py --help)")
+        if key in RESERVED:
+            where = RESERVED[key]
+            raise ReproduceError(f"--set {key}: this command sets it" + (f" (use {where})" if where else ""))
+        out[key] = _convert(key, value.strip(), kinds[key])
+    return out
+
+
+def method_config(method: str, rc: ReproduceConfig, overrides: dict) -> TrainConfig:
+    """The TrainConfig of one method: its preset, this command's size and the --set overrides."""
+    try:
+        return dataclasses.replace(PRESETS[method], **overrides, seed=0, seeds="", num_seeds=rc.seeds,
+                                   num_updates=rc.updates, out_dir=str(Path(rc.out_dir) / "runs"),
+                                   run_name=method, log_every=rc.log_every, checkpoint_every=rc.checkpoint_every,
+                                   progress=rc.progress, resume=False, overwrite=False)
+    except ConfigError as e:
+        raise ReproduceError(f"preset {method} with these options: {e}") from None
+
+
+def validate(rc: ReproduceConfig):
+    """Every input checked before any work: `(methods, overrides, configs, mazes)`."""
+    from minimax.evaluate import EvaluateError, load_mazes  # noqa: PLC0415
+
+    for name, low in (("updates", 1), ("seeds", 1), ("eval_episodes", 1), ("checkpoint_every", 1),
+                      ("log_every", 1)):
+        v = getattr(rc, name)
+        if not isinstance(v, int) or isinstance(v, bool) or v < low:
+            raise ReproduceError(f"{flag(name)} must be an int >= {low}, got {v!r}")
+    if not rc.time_limit >= 0:  # NaN fails too
+        raise ReproduceError(f"--time-limit must be >= 0 seconds (0 = none), got {rc.time_limit!r}")
+    if not rc.out_dir.strip():
+        raise ReproduceError("--out-dir must not be empty")
+    methods = parse_methods(rc.methods)
+    overrides = parse_overrides(rc.set)
+    configs = {m: method_config(m, rc, overrides) for m in methods}
+    try:
+        mazes = load_mazes(rc.suite, [])
+    except EvaluateError as e:
+        raise ReproduceError(f"--suite: {e}") from None
+    return methods, overrides, configs, mazes
+
+
+# --------------------------------------------------------------------------- state
+
+
+class State:
+    """`<out-dir>/state.json`: per method, training and evaluation wall times and sessions,
+    the hardware each ran on, and each seed's evaluation. Written atomically."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.data = {"version": 1, "methods": {}}
+        if path.exists():
+            try:
+                self.data = json.loads(path.read_text())
+            except (OSError, json.JSONDecodeError) as e:
+                raise ReproduceError(f"cannot read {path}: {e} (delete it to start the bookkeeping afresh)") from None
+
+    def method(self, name: str) -> dict:
+        return self.data["methods"].setdefault(name, {"train_seconds": 0.0, "train_sessions": 0, "hardware": []})
+
+    def reset(self, name: str) -> dict:
+        self.data["methods"].pop(name, None)
+        return self.method(name)
+
+    def save(self) -> None:
+        tmp = self.path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self.data, indent=2) + "\n")
+        os.replace(tmp, self.path)
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def hardware() -> dict:
+    import jax  # noqa: PLC0415
+
+    devices = jax.devices()
+    return {"platform": devices[0].platform, "device_kind": devices[0].device_kind, "device_count": len(devices),
+            "cpu": _cpu_model(), "cpu_count": os.cpu_count()}
+
+
+def _note_hardware(entry: dict, where: str, hw: dict) -> None:
+    record = {"stage": where, **hw}
+    if record not in entry["hardware"]:
+        entry["hardware"].append(record)
+
+
+# --------------------------------------------------------------------------- the protocol
+
+
+class Reproduction:
+    def __init__(self, rc: ReproduceConfig):
+        self.rc = rc
+        self.methods, self.overrides, self.configs, self.mazes = validate(rc)
+        self.out = Path(rc.out_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.state = State(self.out / "state.json")
+        self.start, self.wall_start = time.perf_counter(), time.time()
+        self.did_work = False  # every command makes progress before the time limit can stop it
+        self.hw = None
+
+    # ------------------------------------------------------------ clock
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def out_of_time(self) -> bool:
+        return bool(self.rc.time_limit) and self.elapsed() >= self.rc.time_limit
+
+    def checkpoint_stop(self, what: str) -> None:
+        """Before a unit of work: stop if the time is up and this command already made progress."""
+        if self.did_work and self.out_of_time():
+            raise TimeLimitReached(what)
+
+    def hardware(self) -> dict:
+        if self.hw is None:
+            self.hw = hardware()
+        return self.hw
+
+    # ------------------------------------------------------------ training
+    def trained_updates(self, cfg: TrainConfig) -> int:
+        from minimax.checkpoint import Checkpointer  # noqa: PLC0415
+
+        if not (cfg.run_dir / "checkpoints").is_dir():
+            return 0
+        return Checkpointer(cfg.run_dir / "checkpoints").latest_step() or 0
+
+    def compatible(self, method: str, cfg: TrainConfig, saved: TrainConfig) -> None:
+        from minimax.train import RESUME_OVERRIDABLE  # noqa: PLC0415
+
+        ignore = set(RESUME_OVERRIDABLE) | ({"devices"} if cfg.devices == 0 else set())
+        changed = [f.name for f in dataclasses.fields(cfg)
+                   if f.name not in ignore and getattr(cfg, f.name) != getattr(saved, f.name)]
+        if changed:
+            option = lambda n: RESERVED.get(n) or f"--set {n}"  # noqa: E731  (this command's flags)
+            raise ReproduceError(
+                f"{cfg.run_dir} holds a {method} run with other settings ("
+                + ", ".join(f"{option(n)}: saved {getattr(saved, n)!r}, now {getattr(cfg, n)!r}" for n in changed)
+                + "); give the options it was started with, another --out-dir, or delete that directory")
+
+    def train_method(self, method: str) -> None:
+        from minimax.train import train  # noqa: PLC0415
+
+        cfg, target = self.configs[method], self.rc.updates
+        done = self.trained_updates(cfg)
+        if done > target:
+            raise ReproduceError(f"{cfg.run_dir} is trained to {done} updates, more than --updates {target}; "
+                                 f"give --updates {done} or more, or another --out-dir")
+        if done == target:
+            self.compatible(method, cfg, TrainConfig.load(cfg.run_dir / "config.json"))
+            return
+        self.checkpoint_stop(f"{method} is at update {done} of {target}")
+        if done:
+            saved = TrainConfig.load(cfg.run_dir / "config.json")
+            self.compatible(method, cfg, saved)
+            cfg = dataclasses.replace(cfg, resume=True, devices=saved.devices)
+            entry = self.state.method(method)
+        else:  # nothing saved yet (or a run killed before its first checkpoint): start afresh
+            cfg = dataclasses.replace(cfg, overwrite=True)
+            entry = self.state.reset(method)
+        entry["train_sessions"] += 1
+        _note_hardware(entry, "train", self.hardware())
+        self.state.save()
+        base, t0 = entry["train_seconds"], time.perf_counter()
+        label = REPORT[method]["label"]
+        print(f"[reproduce] {label} ({method}): training {len(cfg.seed_list)} seeds, updates {done} -> {target}, "
+              f"in {cfg.run_dir}", file=sys.stderr, flush=True)
+
+        def on_checkpoint(update: int) -> bool:
+            # Wall time counts up to the last checkpoint of each command: the time that produced
+            # the saved progress (compilation included); work after it is redone by the next command.
+            entry["train_seconds"] = base + time.perf_counter() - t0
+            entry["updates_done"] = update
+            self.state.save()
+            self.did_work = True
+            return self.out_of_time()
+
+        train(cfg, on_checkpoint=on_checkpoint)
+        done = self.trained_updates(cfg)
+        if done < target:
+            raise TimeLimitReached(f"{method} is at update {done} of {target}")
+
+    # ------------------------------------------------------------ evaluation
+    def eval_key(self) -> dict:
+        return {"checkpoint": self.rc.updates, "suite": self.rc.suite, "mazes": [m.name for m in self.mazes],
+                "episodes": self.rc.eval_episodes}
+
+    def evaluate_method(self, method: str) -> None:
+        from minimax.evaluate import evaluate_policy, load_policies, parse_args  # noqa: PLC0415
+
+        cfg, entry = self.configs[method], self.state.method(method)
+        key = self.eval_key()
+        ev = entry.get("eval")
+        stale = ev is None or any(ev.get(k) != v for k, v in key.items())
+        if self.rc.reevaluate and ev is not None and ev.get("started", 0) < self.wall_start:
+            stale = True
+        if stale:
+            ev = entry["eval"] = {**key, "seconds": 0.0, "started": time.time(), "runs": {}}
+        todo = [s for s in cfg.seed_list if str(s) not in ev["runs"]]
+        if not todo:
+            return
+        self.checkpoint_stop(f"{method} is trained; {len(todo)} of {len(cfg.seed_list)} seeds to evaluate")
+        args = parse_args([str(cfg.run_dir), "--suite", self.rc.suite, "--episodes", str(self.rc.eval_episodes)])
+        policies = {p.seed: p for p in load_policies(cfg.run_dir, self.rc.updates)}
+        _note_hardware(entry, "eval", self.hardware())
+        for seed in todo:
+            self.checkpoint_stop(f"{method} is trained; {len(cfg.seed_list) - len(ev['runs'])} of "
+                                 f"{len(cfg.seed_list)} seeds to evaluate")
+            t0 = time.perf_counter()
+            result = evaluate_policy(policies[seed], self.mazes, args, self.out / "eval" / method)
+            seconds = time.perf_counter() - t0
+            ev["seconds"] += seconds
+            ev["runs"][str(seed)] = result
+            self.state.save()
+            self.did_work = True
+            print(f"[reproduce] {REPORT[method]['label']} ({method}): evaluated seed {seed} on {len(self.mazes)} "
+                  f"mazes x {self.rc.eval_episodes} episodes in {seconds:.1f}s", file=sys.stderr, flush=True)
+
+    # ------------------------------------------------------------ all of it
+    def run(self) -> bool:
+        """Train and evaluate every method; False when stopped at the time limit."""
+        if self.rc.compile_cache:
+            import jax  # noqa: PLC0415
+
+            if not jax.config.jax_compilation_cache_dir:  # keep a cache the caller set (tests do)
+                jax.config.update("jax_compilation_cache_dir", str((self.out / "jax_cache").absolute()))
+        try:
+            for method in self.methods:
+                self.train_method(method)
+                self.evaluate_method(method)
+        except TimeLimitReached as stop:
+            write_outputs(self)
+            print(f"time limit reached ({self.elapsed():.0f}s, --time-limit {self.rc.time_limit:g}): {stop}; "
+                  f"progress is saved in {self.out}. Rerun the same command to continue.", file=sys.stderr)
+            return False
+        table = write_outputs(self)
+        print(table)
+        return True
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def _status(rep: Reproduction, method: str) -> tuple[str, int]:
+    cfg = rep.configs[method]
+    done = rep.trained_updates(cfg)
+    ev = rep.state.data["methods"].get(method, {}).get("eval") or {}
+    evaluated = all(ev.get(k) == v for k, v in rep.eval_key().items()) and all(
+        str(s) in ev.get("runs", {}) for s in cfg.seed_list)
+    if done >= rep.rc.updates:
+        return ("done" if evaluated else "trained, evaluation pending"), done
+    return ("not started" if done == 0 else "training"), done
+
+
+def collect(rep: Reproduction) -> dict:
+    """results.json's document."""
+    from minimax.evaluate import METRICS, summarize  # noqa: PLC0415
+
+    rc, names = rep.rc, [m.name for m in rep.mazes]
+    doc = {
+        "settings": {"methods": rep.methods, "updates": rc.updates, "seeds": rc.seeds, "suite": rc.suite,
+                     "mazes": names, "eval_episodes": rc.eval_episodes, "eval_actions": "sampled",
+                     "log_every": rc.log_every, "checkpoint_every": rc.checkpoint_every, "overrides": rep.overrides},
+        "short_of_report": rc.updates < REPORT_UPDATES,
+        "report": {"source": "minimax report, Table 2 (minimax rows)", "updates": REPORT_UPDATES, "runs": REPORT_RUNS,
+                   "solved_rate": "mean and std over 10 runs (not a confidence interval)",
+                   "wall_time": "hours on one V100 GPU"},
+        "ours": {"solved_rate": "mean and 95% Student-t confidence interval across seeds (minimax.stats.mean_ci)",
+                 "train_seconds": "summed over commands, each up to its last checkpoint (compilation included)"},
+        "methods": {},
+    }
+    for method in rep.methods:
+        cfg = rep.configs[method]
+        entry = rep.state.data["methods"].get(method, {})
+        status, done = _status(rep, method)
+        saved = cfg.run_dir / "config.json"
+        ev = entry.get("eval") or {}
+        out = {"label": REPORT[method]["label"], "preset": method, "method": cfg.method, "status": status,
+               "seeds": cfg.seed_list, "updates": rc.updates, "updates_done": done,
+               "train_seconds": entry.get("train_seconds", 0.0), "train_sessions": entry.get("train_sessions", 0),
+               "eval_seconds": ev.get("seconds", 0.0) if status == "done" else None,
+               "hardware": entry.get("hardware", []),
+               "report": {"solved_rate_mean": REPORT[method]["solved_rate"], "solved_rate_std": REPORT[method]["std"],
+                          "runs": REPORT_RUNS, "wall_hours": REPORT[method]["wall_hours"]},
+               "config": json.loads(saved.read_text()) if saved.exists() else cfg.to_dict()}
+        if status == "done":
+            runs = [ev["runs"][str(s)] for s in cfg.seed_list]
+            out["per_seed"] = {name: {k: [r["mazes"][name][k] for r in runs] for k in METRICS} for name in names}
+            out["per_seed"]["suite_mean"] = {k: [float(np.mean([r["mazes"][n][k] for n in names])) for r in runs]
+                                             for k in METRICS}
+            out["summary"] = summarize(runs, rep.mazes)
+        doc["methods"][method] = out
+    return json.loads(json.dumps(doc, default=float), parse_constant=lambda _: None)  # NaN -> null
+
+
+def _duration(seconds) -> str:
+    if seconds is None:
+        return "—"
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.2f} h"
+
+
+def _cell(stat) -> str:
+    if stat is None:
+        return "—"
+    if stat["ci_low"] is None:
+        return f"{stat['mean']:.3f}"
+    return f"{stat['mean']:.3f} [{stat['ci_low']:.3f}, {stat['ci_high']:.3f}]"
+
+
+def render_table(doc: dict) -> str:
+    s = doc["settings"]
+    methods = doc["methods"]
+    title = f"# The minimax report's Table 2, reproduced: {s['updates']:,} updates"
+    if doc["short_of_report"]:
+        title += f" (short of the report's {REPORT_UPDATES // 1000}k updates)"
+    lines = [title, ""]
+    if doc["short_of_report"]:
+        lines += [f"**Short of the report's 30k updates**: {s['updates']:,} of {REPORT_UPDATES:,} PPO updates per "
+                  "seed, so the solved rates are not comparable with the report's.", ""]
+    def device(h):
+        kind = h["platform"] if h["device_kind"] == h["platform"] else f"{h['platform']} {h['device_kind']}"
+        return f"{h['device_count']} x {kind} (CPU: {h['cpu']}, {h['cpu_count']} cores)"
+
+    hw = sorted({device(h) for m in methods.values() for h in m["hardware"]})
+    lines += [
+        f"- Protocol: per method, {s['seeds']} seeds trained in one vmapped program for {s['updates']:,} PPO updates, "
+        f"then evaluated on the `{s['suite']}` mazes ({len(s['mazes'])}), {s['eval_episodes']} episodes per maze "
+        "and seed (sampled actions).",
+        "- Ours: mean and 95% Student-t confidence interval across seeds. Report: mean ± std over 10 runs "
+        "(a standard deviation, not a confidence interval), after 30k updates.",
+        "- Wall time: ours is training summed over every command of a resumed chain (compilation included) "
+        "and evaluation; the report's is per run on one V100 GPU.",
+        f"- Hardware: {'; '.join(hw) if hw else '—'}.",
+    ]
+    if s["overrides"]:
+        overrides = ", ".join(f"`{k}={v}`" for k, v in s["overrides"].items())
+        lines.append(f"- Overrides of the presets: {overrides}.")
+    lines += ["", "## Suite mean", "",
+              "| Method | Status | Seeds | Updates | Solved rate (ours, 95% CI) "
+              "| Solved rate (report, mean ± std of 10) | Return (ours, 95% CI) | Train wall time (ours) "
+              "| Eval wall time (ours) | Wall time (report) |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, m in methods.items():
+        summary = m.get("summary", {}).get("suite_mean", {})
+        r = m["report"]
+        sessions = m["train_sessions"]
+        train = _duration(m["train_seconds"]) + (f" ({sessions} commands)" if sessions > 1 else "")
+        report = f"{r['solved_rate_mean']:.2f} ± {r['solved_rate_std']:.2f}"
+        lines.append(f"| {m['label']} (`{name}`) | {m['status']} | {len(m['seeds'])} | {m['updates_done']:,} "
+                     f"| {_cell(summary.get('solved_rate'))} | {report} | {_cell(summary.get('return'))} | {train} "
+                     f"| {_duration(m['eval_seconds'])} | {r['wall_hours']} h |")
+    for metric, heading in (("solved_rate", "Solved rate per maze"), ("return", "Return per maze")):
+        lines += ["", f"## {heading} (mean [95% CI] across seeds)", "",
+                  "| Maze | " + " | ".join(m["label"] for m in methods.values()) + " |",
+                  "|---|" + "---|" * len(methods)]
+        for maze in [*s["mazes"], "suite_mean"]:
+            cells = [_cell(m.get("summary", {}).get(maze, {}).get(metric)) for m in methods.values()]
+            lines.append(f"| {'**suite mean**' if maze == 'suite_mean' else maze} | " + " | ".join(cells) + " |")
+        if metric == "solved_rate":
+            lines.append("| report (suite, mean ± std of 10) | " + " | ".join(
+                f"{m['report']['solved_rate_mean']:.2f} ± {m['report']['solved_rate_std']:.2f}"
+                for m in methods.values()) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(rep: Reproduction) -> str:
+    doc = collect(rep)
+    (rep.out / "results.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    table = render_table(doc)
+    (rep.out / "table.md").write_text(table)
+    return table
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    from minimax.devices import DeviceError  # noqa: PLC0415
+    from minimax.evaluate import EvaluateError  # noqa: PLC0415
+    from minimax.train import RunError  # noqa: PLC0415
+
+    rc = tyro.cli(ReproduceConfig, args=argv, prog="python -m minimax.reproduce",
+                  description=ReproduceConfig.__doc__)
+    try:
+        finished = Reproduction(rc).run()
+    except (ReproduceError, ConfigError, RunError, CheckpointError, EvaluateError, DeviceError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if not finished:
+        raise SystemExit(EXIT_RERUN)
+
+
+if __name__ == "__main__":
+    main()
