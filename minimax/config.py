@@ -376,8 +376,8 @@ TABLE_5 = {
     # preset: (method, gamma, lr, student entropy, replay rate p, temperature beta, mutations)
     "dr": ("dr", 0.995, 1e-4, 1e-3, None, None, None),
     "plr": ("robust_plr", 0.995, 5e-5, 0.0, 0.5, 0.1, None),
-    "pplr": ("parallel_plr", 0.999, 1e-4, 0.0, 0.5, 0.3, None),
     "accel": ("accel", 0.995, 1e-4, 0.0, 0.8, 0.1, 20),
+    "pplr": ("parallel_plr", 0.999, 1e-4, 0.0, 0.5, 0.3, None),
     "paccel": ("parallel_accel", 0.995, 1e-4, 0.0, 0.8, 0.1, 10),
 }
 """The minimax report's Table 5 (LSTM student), the columns that differ between methods."""

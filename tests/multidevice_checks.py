@@ -83,7 +83,8 @@ def main(out_dir):
     # steps: ACCEL runs robust PLR's search loop plus mutations, parallel ACCEL parallel PLR's layout.
     out["methods"] = {}
     for method in ("accel", "parallel_accel"):
-        cfg = dataclasses.replace(plr, method=method, replay_prob=0.5, n_mutations=2, mutation_subsample=2)
+        cfg = dataclasses.replace(plr, method=method, replay_prob=0.5, n_mutations=2,
+                                  mutation_criterion="hard", mutation_subsample=2)
         _, after, metrics = one_update(cfg)
         out["methods"][method] = {"updates": int(after.updates), "env_steps": int(metrics["env_steps"][0]),
                                   "cycles": int(metrics["cycles"][0]),

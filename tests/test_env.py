@@ -43,7 +43,7 @@ def test_turns_moves_walls_and_goal_reward():
     assert [t[1] for t in trace] == [0, 0, 0, 1, 1]
     assert [t[3] for t in trace] == [False] * 4 + [True]
     # Fifth step (t = 4 before it) steps into the goal: reward 1 - 0.9 * 5 / 20, position unchanged.
-    assert trace[-1][2] == pytest.approx(1 - 0.9 * 5 / 20)
+    assert trace[-1][2] == pytest.approx(1 - 0.9 * 5 / 20, abs=1e-6)  # float32
     assert trace[-1][4] == {"terminated": True, "truncated": False}
     assert all(t[2] == 0.0 for t in trace[:-1])
 
@@ -70,7 +70,7 @@ def test_time_limit_truncates_and_goal_on_last_step_still_pays():
     near = Level.create(np.asarray(LEVEL.wall_map), goal_pos=(3, 1), agent_pos=(1, 1), agent_dir=0)
     trace = run(near, [LEFT, RIGHT, FORWARD, FORWARD], params)
     assert trace[-1][3] and trace[-1][4] == {"terminated": True, "truncated": False}
-    assert trace[-1][2] == pytest.approx(1 - 0.9 * 4 / 4)
+    assert trace[-1][2] == pytest.approx(1 - 0.9 * 4 / 4, abs=1e-6)  # float32 0.1: 2e-7 relative off
 
 
 def _image(rows):
@@ -103,7 +103,7 @@ def test_see_agent_normalize_and_full_view():
     np.testing.assert_array_equal(np.asarray(obs["image"][4, 2]), [10, 0, 3])
     obs, _ = reset(None, LEVEL, MazeParams(height=5, width=6, normalize_obs=True))
     assert obs["image"].dtype == jnp.float32
-    np.testing.assert_allclose(np.asarray(obs["image"]), _image(EXPECTED_VIEWS[0]) / 10.0)
+    np.testing.assert_allclose(np.asarray(obs["image"]), _image(EXPECTED_VIEWS[0]) / 10.0, rtol=1e-6)  # float32
     obs, _ = reset(None, LEVEL, MazeParams(height=5, width=6, full_view=True))
     full = np.asarray(obs["image"])
     assert full.shape == (5, 6, 3)

@@ -2,6 +2,7 @@
 
 import jax
 import numpy as np
+import pytest
 
 from minimax.config import TrainConfig
 from minimax.envs.maze import AMaze
@@ -9,6 +10,7 @@ from minimax.runners.eval import evaluate_levels
 from minimax.train import build_runner, env_params, level_generator, make_chunk, make_model
 
 
+@pytest.mark.slow  # 60 PPO updates of 32 envs x 32 steps: ~40 s
 def test_dr_agent_return_rises_well_above_a_random_policy():
     # Small easy setting: 5x5 mazes with 3 walls, 32-step budget, 3 actions, a 32-unit LSTM.
     cfg = TrainConfig(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_actions=3,

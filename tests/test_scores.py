@@ -185,7 +185,7 @@ def test_learnability():
     x = x.replace(dones=jnp.zeros((T, N), bool).at[:2, :2].set(dones),
                   terminated=jnp.zeros((T, N), bool).at[:2, :2].set(term))
     got, valid = SCORE("learnability", x)
-    np.testing.assert_allclose(np.asarray(got)[:2], [0.25, 0.0])
+    np.testing.assert_allclose(np.asarray(got)[:2], [0.25, 0.0], atol=1e-6)
     assert not np.asarray(valid)[2:].any()
 
 

@@ -21,7 +21,7 @@ def test_replay_resets_to_the_same_level_with_the_reset_observation():
     obs, state, reward, done, info = step(None, state, FORWARD, params)  # to (1,0), facing the goal
     assert not done and state.agent_pos.tolist() == [1, 0]
     obs, state, reward, done, info = step(None, state, FORWARD, params)
-    assert done and bool(info["terminated"]) and float(reward) == pytest.approx(1 - 0.9 * 2 / 10)
+    assert done and bool(info["terminated"]) and float(reward) == pytest.approx(1 - 0.9 * 2 / 10, abs=1e-6)
     assert state.agent_pos.tolist() == [0, 0] and int(state.time) == 0
     jax.tree.map(np.testing.assert_array_equal, obs, obs0)
     # A time-limit ending replays too.
