@@ -18,7 +18,7 @@ from typing import Literal
 from minimax.curricula.level_buffer import SCORE_TRANSFORMS, STALENESS_TRANSFORMS
 from minimax.curricula.scores import SCORE_FUNCTIONS
 from minimax.curricula.training_set import REPLAY_SCHEDULES
-from minimax.runners.plr import MUTATION_CRITERIA, MUTATION_METHODS, PARALLEL_METHODS, PLR_METHODS
+from minimax.runners.plr import MUTATION_CRITERIA, MUTATION_METHODS, PLR_METHODS
 
 METHODS = ("dr",) + PLR_METHODS
 MUTATORS = ("minimax", "four_edit")

@@ -66,7 +66,6 @@ from minimax.runners.rollout import (Rollout, collect_rollout, env_slice, episod
 
 PLR_METHODS = ("plr", "robust_plr", "parallel_plr", "accel", "parallel_accel")
 MUTATION_METHODS = ("accel", "parallel_accel")
-PARALLEL_METHODS = ("parallel_plr", "parallel_accel")
 MUTATION_CRITERIA = ("batch", "easy", "hard")
 
 
@@ -145,8 +144,13 @@ class PLRRunner:
     # ------------------------------------------------------------------ setup
 
     @property
+    def groups(self) -> int:
+        """Level groups of one rollout: new | replay (| mutated) for the parallel methods, else one."""
+        return {"parallel_plr": 2, "parallel_accel": 3}.get(self.method, 1)
+
+    @property
     def envs_per_rollout(self) -> int:
-        return self.num_envs * {"parallel_plr": 2, "parallel_accel": 3}.get(self.method, 1)
+        return self.num_envs * self.groups
 
     @property
     def local_fields(self) -> tuple[str, ...]:
@@ -423,11 +427,6 @@ class PLRRunner:
         metrics["env_steps"] = cycles * (self.num_envs * t)
         metrics["search_capped"] = (~replay).astype(jnp.float32)
         return self._finish(state, train_state, buffer, training_set, key, metrics, rollout, cycles, 1, trainable)
-
-    @property
-    def groups(self) -> int:
-        """Level groups of a parallel rollout: new | replay (| mutated)."""
-        return 3 if self.method == "parallel_accel" else 2
 
     def parallel_levels(self, key, buffer: LevelBuffer, training_set: TrainingSet):
         """The levels of one parallel update: `(buffer, training_set, idx, groups, child_mutations)`,
