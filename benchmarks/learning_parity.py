@@ -537,7 +537,9 @@ def report(args, out: Path) -> str:
         sources.append(read_source(name, path, args.window))
     if not sources:
         raise ParityError(f"nothing to report: no {ours_csv} and no --reference")
-    results = {s.name: aggregate(seed_windows(s, args.window)) for s in sources}
+    # Windows up to --updates only (a longer reference run, e.g. a 1,600-update Table 2 run, is cut).
+    results = {s.name: aggregate({seed: {end: v for end, v in w.items() if end <= args.updates}
+                                  for seed, w in seed_windows(s, args.window).items()}) for s in sources}
     table = make_table(results, args.window)
     info = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else {}
 
@@ -588,7 +590,8 @@ def parse_args(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.splitlines()[1:]))
     p.add_argument("--preset", default="dr", help="preset to train (minimax.config.PRESETS): dr, plr, ...")
-    p.add_argument("--updates", type=int, default=400, help="updates to train (default 400)")
+    p.add_argument("--updates", type=int, default=400,
+                   help="updates to train; with --report-only, the last update reported (default 400)")
     p.add_argument("--seeds", type=int, default=5, help="seeds, vmapped in one program (default 5)")
     p.add_argument("--first-seed", type=int, default=0, help="seeds are first-seed .. first-seed + seeds - 1")
     p.add_argument("--window", type=int, default=50, help="updates per aggregation window (default 50)")
