@@ -1,6 +1,4 @@
-"""Run by tests/test_scale.py in a subprocess with 4 forced CPU devices:
-`multidevice_checks.py OUT_DIR RUN_PID` writes OUT_DIR/result.json (one JSON object), or
-OUT_DIR/failed.txt with the traceback, and exits early if the test run (process RUN_PID) ends.
+"""Run by tests/test_scale.py in a subprocess with 4 forced CPU devices; prints one JSON object.
 
 (XLA fixes the device count when JAX starts, so these checks cannot run in the test process.)
 """
@@ -9,10 +7,6 @@ import dataclasses
 import json
 import os
 import sys
-import threading
-import time
-import traceback
-from pathlib import Path
 
 os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
 
@@ -131,32 +125,8 @@ def main(out_dir):
     row = train(TrainConfig(**TINY, num_updates=2, log_every=1, eval_every=0, checkpoint_every=2, devices=4,
                             out_dir=out_dir, run_name="one-process"))
     out["train_row"] = {k: row[k] for k in ("update", "env_steps", "policy_loss", "value_loss")}
-    return out
-
-
-def exit_with_the_test_run(pid: int) -> None:
-    """The checks run in their own process session (they may outlive the xdist worker that started
-    them); this ends them when the test run itself ends, so an interrupted run leaves nothing behind."""
-    def watch():
-        while True:
-            time.sleep(2)
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                os._exit(1)
-            except PermissionError:
-                pass  # alive, owned by another user
-
-    threading.Thread(target=watch, daemon=True).start()
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":
-    out_dir = Path(sys.argv[1])
-    exit_with_the_test_run(int(sys.argv[2]))
-    try:
-        result = main(str(out_dir))
-    except BaseException:
-        (out_dir / "failed.txt").write_text(traceback.format_exc())
-        raise
-    (out_dir / "result.json.tmp").write_text(json.dumps(result))
-    os.replace(out_dir / "result.json.tmp", out_dir / "result.json")  # appears complete or not at all
+    main(sys.argv[1])

@@ -10,6 +10,7 @@ every float comparison has an absolute term (see `LOG_TOLERANCE`). Only a resume
 the uninterrupted one (the same program on the same machine) is compared exactly.
 """
 
+import atexit
 import dataclasses
 import json
 import os
@@ -18,7 +19,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -109,56 +109,36 @@ def test_two_seeds_in_one_program_match_each_seed_alone_and_resume(tmp_path, cap
 
 def _env(devices: int) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
-    # Keep any XLA_FLAGS the suite runs under; add the devices.
-    env["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}".strip()
+    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
     return env
 
 
-_seen: set = set()  # this process's checks directories
+_CHECKS = None
 
 
-def _checks_dir() -> tuple[Path, int]:
-    """(directory, pid of the test run) for this run's multi-device checks. Under xdist the
-    directory is keyed by the run's id, which every worker shares, and the run is the controller
-    (every worker's parent); a plain run keys it by its own pid."""
-    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    if run_id:
-        return Path(tempfile.gettempdir()) / f"minimax-multidevice-{run_id}", os.getppid()
-    return Path(tempfile.gettempdir()) / f"minimax-multidevice-{os.getpid()}", os.getpid()
-
-
-def start_checks() -> Path:
-    """Start the 4-device checks (tests/multidevice_checks.py) in a subprocess, once per test run.
-    tests/conftest.py calls this when collection ends if a selected test uses `checks`, so the
-    subprocess compiles while the rest of the suite runs. Every xdist worker collects every test,
-    so the workers race: the first to create `started` launches it, in its own process session,
-    since the worker that runs this module may be the other one."""
-    out_dir, run_pid = _checks_dir()
-    if not os.environ.get("PYTEST_XDIST_TESTRUNUID") and out_dir not in _seen:
-        shutil.rmtree(out_dir, ignore_errors=True)  # left by an earlier run that had this pid
-    _seen.add(out_dir)
-    out_dir.mkdir(exist_ok=True)
-    try:
-        os.close(os.open(out_dir / "started", os.O_CREAT | os.O_EXCL))
-    except FileExistsError:
-        return out_dir
-    with open(out_dir / "stderr.txt", "w") as stderr:  # a file: a full pipe nobody reads would block it
-        subprocess.Popen([sys.executable, str(ROOT / "tests" / "multidevice_checks.py"), str(out_dir), str(run_pid)],
-                         env=_env(4), stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
-    return out_dir
+def start_checks():
+    """Start the 4-device checks (tests/multidevice_checks.py) in a subprocess, once. tests/conftest.py
+    calls this when collection ends if a selected test uses `checks`, so the subprocess compiles on
+    the second core while the rest of the suite runs; a run that deselects them starts nothing."""
+    global _CHECKS
+    if _CHECKS is None:
+        out_dir = Path(tempfile.mkdtemp(prefix="minimax-multidevice-"))
+        # stderr to a file: a full pipe nobody reads yet would block the subprocess.
+        proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "multidevice_checks.py"), str(out_dir)],
+                                env=_env(4), stdout=subprocess.PIPE, stderr=open(out_dir / "stderr.txt", "w"),
+                                text=True)
+        atexit.register(proc.kill)  # an interrupted run leaves nothing behind
+        atexit.register(shutil.rmtree, out_dir, ignore_errors=True)
+        _CHECKS = proc, out_dir
+    return _CHECKS
 
 
 @pytest.fixture(scope="module")
 def checks():
-    out_dir = start_checks()
-    deadline = time.monotonic() + 900
-    while not (out_dir / "result.json").exists():
-        if (out_dir / "failed.txt").exists() or time.monotonic() > deadline:
-            stderr = (out_dir / "stderr.txt").read_text() if (out_dir / "stderr.txt").exists() else ""
-            pytest.fail(f"the multi-device checks failed or timed out:\n{stderr[-3000:]}")
-        time.sleep(0.2)
-    yield json.loads((out_dir / "result.json").read_text()), out_dir
-    shutil.rmtree(out_dir, ignore_errors=True)
+    proc, out_dir = start_checks()
+    stdout, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, (out_dir / "stderr.txt").read_text()[-3000:]
+    return json.loads(stdout.strip().splitlines()[-1]), out_dir
 
 
 def test_one_dr_update_gives_the_same_parameters_on_1_2_and_4_devices(checks):
