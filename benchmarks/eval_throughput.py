@@ -42,7 +42,7 @@ import numpy as np
 from minimax.config import PRESETS
 from minimax.envs.maze.ood import get_suite
 from minimax.runners.eval import EvalRunner
-from minimax.train import build_runner, env_params, level_generator, make_model, obs_options
+from minimax.build import build_runner, env_params, level_generator, make_env, make_model, obs_options
 
 
 def _loop_steps(lengths: np.ndarray, chunk: int) -> int:
@@ -123,7 +123,7 @@ def main() -> None:
     for chunk in args.chunk_steps:
         if args.only in (None, "mazes"):
             mazes = get_suite(args.suite)
-            runner = EvalRunner(model, episodes=args.episodes, greedy=args.greedy, chunk_steps=chunk,
+            runner = EvalRunner(make_env(cfg), model, episodes=args.episodes, greedy=args.greedy, chunk_steps=chunk,
                                 max_envs=args.max_envs, **obs_options(cfg))
             first, times, out = timed(lambda key: runner.evaluate_mazes(key, params, mazes), args.repeats)
             sizes = sorted({(m.height, m.width, m.max_steps) for m in mazes})
@@ -135,7 +135,7 @@ def main() -> None:
 
         if args.only in (None, "sampled"):
             for episodes in args.sampled_episodes:
-                runner = EvalRunner(model, episodes=episodes, greedy=args.greedy, chunk_steps=chunk,
+                runner = EvalRunner(make_env(cfg), model, episodes=episodes, greedy=args.greedy, chunk_steps=chunk,
                                     max_envs=args.max_envs, **obs_options(cfg))
                 generator, ep = level_generator(cfg), env_params(cfg)
                 first, times, out = timed(

@@ -194,7 +194,8 @@ def train(args, out: Path) -> None:
 
     from minimax.checkpoint import Checkpointer  # noqa: PLC0415
     from minimax.devices import distribute_init, distribute_step, to_host  # noqa: PLC0415
-    from minimax.train import build_runner, device_layout, make_chunk, seed_keys  # noqa: PLC0415
+    from minimax.build import build_runner, device_layout  # noqa: PLC0415
+    from minimax.train import make_chunk, seed_keys  # noqa: PLC0415
 
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     cfg, overrides = build_config(args.preset, args.updates, seeds, args.set)
@@ -232,7 +233,7 @@ def train(args, out: Path) -> None:
     layout = device_layout(cfg)
     runner = build_runner(cfg, layout.shard)
     init_keys, _ = seed_keys(layout)
-    init = jax.jit(distribute_init(runner, runner.state_type, layout))
+    init = jax.jit(distribute_init(runner, layout))
     checkpoints = Checkpointer(out / "checkpoints", keep=2)
     update = 0
     if args.resume and checkpoints.latest_step() is not None:
@@ -256,7 +257,7 @@ def train(args, out: Path) -> None:
     def program(length: int):
         if length not in programs:
             t0 = time.perf_counter()
-            fn = distribute_step(make_chunk(runner, length), runner, runner.state_type, layout)
+            fn = distribute_step(make_chunk(runner, length), runner, layout)
             programs[length] = jax.jit(fn, donate_argnums=0).lower(state).compile()
             seconds = time.perf_counter() - t0
             info.setdefault("compile_s", {})[str(length)] = seconds

@@ -31,7 +31,8 @@ def measure(preset: str, seeds: int, devices: int, envs: int | None, steps: int 
             warmup: int, buffer_size: int | None = None) -> dict:
     from minimax.config import PRESETS  # noqa: PLC0415
     from minimax.devices import distribute_init, distribute_step  # noqa: PLC0415
-    from minimax.train import build_runner, device_layout, make_chunk, seed_keys  # noqa: PLC0415
+    from minimax.build import build_runner, device_layout  # noqa: PLC0415
+    from minimax.train import make_chunk, seed_keys  # noqa: PLC0415
 
     overrides = {k: v for k, v in (("num_envs", envs), ("num_steps", steps), ("buffer_size", buffer_size))
                  if v is not None}
@@ -39,10 +40,10 @@ def measure(preset: str, seeds: int, devices: int, envs: int | None, steps: int 
     layout = device_layout(cfg)
     runner = build_runner(cfg, layout.shard)
     keys, _ = seed_keys(layout)
-    state = jax.jit(distribute_init(runner, runner.state_type, layout))(keys)
+    state = jax.jit(distribute_init(runner, layout))(keys)
     jax.block_until_ready(state)
     t0 = time.perf_counter()
-    program = jax.jit(distribute_step(make_chunk(runner, chunk), runner, runner.state_type, layout),
+    program = jax.jit(distribute_step(make_chunk(runner, chunk), runner, layout),
                       donate_argnums=0).lower(state).compile()
     compile_s = time.perf_counter() - t0
     for _ in range(warmup):

@@ -22,7 +22,8 @@ import time
 import jax
 
 from minimax.config import PRESETS
-from minimax.train import build_runner, make_chunk
+from minimax.build import build_runner
+from minimax.train import make_chunk
 
 
 def main() -> None:

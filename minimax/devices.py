@@ -23,6 +23,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from minimax.parallel import NO_SHARD, Shard
+from minimax.runners.base import Runner
 
 DATA_AXIS, SEED_AXIS = "data", "seed"
 
@@ -124,20 +125,19 @@ def _device_axis(layout: DeviceLayout) -> int:
     return 1 if layout.multi_seed else 0
 
 
-def _state_specs(state_type, runner, layout: DeviceLayout):
+def _state_specs(runner: Runner, layout: DeviceLayout):
     """A spec per top-level state field (a prefix of the state pytree)."""
-    local = getattr(runner, "local_fields", ())
-    fields = {f: (layout.local_spec() if f in local else layout.replicated_spec())
-              for f in state_type.__dataclass_fields__}
-    return state_type(**fields)
+    fields = {f: (layout.local_spec() if f in runner.local_fields else layout.replicated_spec())
+              for f in runner.state_type.__dataclass_fields__}
+    return runner.state_type(**fields)
 
 
-def _map_local(state, runner, fn):
-    local = getattr(runner, "local_fields", ())
+def _map_local(state, runner: Runner, fn):
+    local = runner.local_fields
     return state.replace(**{f: jax.tree.map(fn, getattr(state, f)) for f in local}) if local else state
 
 
-def distribute_init(runner, state_type, layout: DeviceLayout):
+def distribute_init(runner: Runner, layout: DeviceLayout):
     """`keys -> state`: `runner.init` per seed (keys `[S]`, or one key), on the layout's devices.
 
     Seeds are initialised one after another (`lax.map`), not vmapped: on CPU (jax 0.10) a
@@ -152,10 +152,10 @@ def distribute_init(runner, state_type, layout: DeviceLayout):
         return _map_local(init(keys), runner, lambda x: jnp.expand_dims(x, axis))
 
     return jax.shard_map(inner, mesh=layout.mesh, in_specs=(layout.replicated_spec(),),
-                         out_specs=_state_specs(state_type, runner, layout), check_vma=False)
+                         out_specs=_state_specs(runner, layout), check_vma=False)
 
 
-def distribute_step(fn, runner, state_type, layout: DeviceLayout):
+def distribute_step(fn, runner: Runner, layout: DeviceLayout):
     """`fn(state) -> (state, metrics)` of one seed on one device -> the same for every seed
     (vmap) on every device (shard_map); metrics come out per seed, equal on all devices."""
     f = jax.vmap(fn) if layout.multi_seed else fn
@@ -168,7 +168,7 @@ def distribute_step(fn, runner, state_type, layout: DeviceLayout):
         state, metrics = f(state)
         return _map_local(state, runner, lambda x: jnp.expand_dims(x, axis)), metrics
 
-    specs = _state_specs(state_type, runner, layout)
+    specs = _state_specs(runner, layout)
     return jax.shard_map(inner, mesh=layout.mesh, in_specs=(specs,), out_specs=(specs, layout.replicated_spec()),
                          check_vma=False)
 

@@ -12,8 +12,8 @@ go to `<out>/results.json`, `<out>/per_run.csv` and `<out>/summary.csv` (never p
 
 from __future__ import annotations
 
-import argparse
 import csv
+import dataclasses
 import json
 import sys
 import time
@@ -22,7 +22,9 @@ from pathlib import Path
 
 import jax
 import numpy as np
+import tyro
 
+from minimax.build import env_params, level_generator, make_eval_runner, make_model, obs_options
 from minimax.checkpoint import Checkpointer, CheckpointError
 from minimax.config import ConfigError, TrainConfig
 from minimax.envs.maze.level import InvalidLevelError
@@ -91,50 +93,55 @@ def load_mazes(suite: str, level_files: list[str]):
     return mazes
 
 
-_RUNNERS: dict = {}
-_GENERATORS: dict = {}
+class PolicyEvaluator:
+    """Evaluates policies with the settings of one `evaluate` command. It owns the compiled
+    programs: one `EvalRunner` per model, observation setup and episode count, and one
+    generator object per training distribution, reused by every policy that shares them."""
 
+    def __init__(self, settings: "EvaluateConfig"):
+        self.settings = settings
+        self._runners: dict = {}
+        self._generators: dict = {}
 
-def _eval_runner(cfg: TrainConfig, episodes: int, args) -> EvalRunner:
-    """One `EvalRunner` (and its compiled programs) per model and observation setup."""
-    from minimax.train import make_model, obs_options  # noqa: PLC0415
+    def runner(self, cfg: TrainConfig, episodes: int) -> EvalRunner:
+        model, options = make_model(cfg), obs_options(cfg)
+        key = (repr(model), tuple(sorted(options.items())), episodes)
+        if key not in self._runners:
+            s = self.settings
+            self._runners[key] = make_eval_runner(cfg, episodes, s.greedy, chunk_steps=s.chunk_steps,
+                                                  max_envs=s.max_envs)
+        return self._runners[key]
 
-    model, options = make_model(cfg), obs_options(cfg)
-    key = (repr(model), tuple(sorted(options.items())), episodes)
-    if key not in _RUNNERS:
-        _RUNNERS[key] = EvalRunner(model, episodes, args.greedy, args.chunk_steps, args.max_envs, **options)
-    return _RUNNERS[key]
+    def generator(self, cfg: TrainConfig):
+        key = (cfg.maze_height, cfg.maze_width, cfg.n_walls)
+        return self._generators.setdefault(key, level_generator(cfg))  # one object: its program is reused
 
-
-def evaluate_policy(policy: Policy, mazes, args, out_dir: Path) -> dict:
-    """One policy's results: per maze summaries, and CVaR results when asked."""
-    from minimax.train import env_params, level_generator, obs_options  # noqa: PLC0415
-
-    key = jax.random.key(args.seed)
-    runner = _eval_runner(policy.cfg, args.episodes, args)
-    result = {"run": policy.run, "seed": policy.seed, "checkpoint": policy.step,
-              "mazes": {name: r.summary() for name, r in runner.evaluate_mazes(key, policy.params, mazes).items()}}
-    if args.cvar:
-        generator = _GENERATORS.setdefault((policy.cfg.maze_height, policy.cfg.maze_width, policy.cfg.n_walls),
-                                           level_generator(policy.cfg))  # one object: its program is reused
-        sampled = _eval_runner(policy.cfg, args.cvar_episodes, args).evaluate_sampled(
-            jax.random.fold_in(key, 1), policy.params, generator, args.cvar, env_params(policy.cfg))
-        rates = sampled.solved_rate[sampled.solvable]
-        result["cvar"] = {"levels": int(args.cvar), "unsolvable": int((~sampled.solvable).sum()),
-                          "alpha": args.alpha, "episodes": args.cvar_episodes,
-                          "mean_solved_rate": float(rates.mean()) if rates.size else float("nan"),
-                          "cvar_solved_rate": cvar(rates, args.alpha) if rates.size else float("nan")}
-    if args.gif:
-        for i, maze in enumerate(mazes):
-            k_level, k_play = jax.random.split(jax.random.fold_in(key, 1000 + i))
-            level = maze.sample(k_level)
-            trace = runner.trace(k_play, policy.params, level, maze.params(**obs_options(policy.cfg)))
-            n = int(trace["length"]) + 1
-            tile = max(2, min(16, 480 // (max(maze.height, maze.width) + 2)))
-            frames = episode_frames(level, trace["agent_pos"][:n], trace["agent_dir"][:n], tile_size=tile,
-                                    agent_view_size=policy.cfg.agent_view_size)
-            save_gif(frames, out_dir / "gifs" / f"{policy.run}-seed{policy.seed}" / f"{maze.name}.gif")
-    return result
+    def __call__(self, policy: Policy, mazes, out_dir: Path) -> dict:
+        """One policy's results: per maze summaries, and CVaR results when asked."""
+        s = self.settings
+        key = jax.random.key(s.seed)
+        runner = self.runner(policy.cfg, s.episodes)
+        result = {"run": policy.run, "seed": policy.seed, "checkpoint": policy.step,
+                  "mazes": {name: r.summary() for name, r in runner.evaluate_mazes(key, policy.params, mazes).items()}}
+        if s.cvar:
+            sampled = self.runner(policy.cfg, s.cvar_episodes).evaluate_sampled(
+                jax.random.fold_in(key, 1), policy.params, self.generator(policy.cfg), s.cvar, env_params(policy.cfg))
+            rates = sampled.solved_rate[sampled.solvable]
+            result["cvar"] = {"levels": int(s.cvar), "unsolvable": int((~sampled.solvable).sum()),
+                              "alpha": s.alpha, "episodes": s.cvar_episodes,
+                              "mean_solved_rate": float(rates.mean()) if rates.size else float("nan"),
+                              "cvar_solved_rate": cvar(rates, s.alpha) if rates.size else float("nan")}
+        if s.gif:
+            for i, maze in enumerate(mazes):
+                k_level, k_play = jax.random.split(jax.random.fold_in(key, 1000 + i))
+                level = maze.sample(k_level)
+                trace = runner.trace(k_play, policy.params, level, maze.params(**obs_options(policy.cfg)))
+                n = int(trace["length"]) + 1
+                tile = max(2, min(16, 480 // (max(maze.height, maze.width) + 2)))
+                frames = episode_frames(level, trace["agent_pos"][:n], trace["agent_dir"][:n], tile_size=tile,
+                                        agent_view_size=policy.cfg.agent_view_size)
+                save_gif(frames, out_dir / "gifs" / f"{policy.run}-seed{policy.seed}" / f"{maze.name}.gif")
+        return result
 
 
 def summarize(results: list[dict], mazes) -> dict:
@@ -192,45 +199,76 @@ def print_table(summary: dict, mazes) -> None:
               f"CVaR {cell(c['cvar_solved_rate'])}")
 
 
-def parse_args(argv):
-    p = argparse.ArgumentParser(prog="evaluate.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("runs", nargs="+", help="run directories (each holds config.json and checkpoints/)")
-    p.add_argument("--suite", default="dcd12", help="suite name (dcd12, validation) or comma-separated mazes; "
-                                                    "'' for none")
-    p.add_argument("--levels", nargs="*", default=[], help="level files in the text format (see load_level_file)")
-    p.add_argument("--episodes", type=int, default=100, help="episodes per maze (parallel envs, first episodes)")
-    p.add_argument("--checkpoint", type=int, default=None, help="the update to evaluate (default: latest)")
-    p.add_argument("--greedy", action="store_true", help="argmax actions instead of sampling")
-    p.add_argument("--cvar", type=int, nargs="?", const=10_000, default=0, metavar="M",
-                   help="also evaluate on M sampled levels (10,000 if M is omitted) and report CVaR")
-    p.add_argument("--alpha", type=float, default=0.1, help="CVaR: the worst fraction of levels")
-    p.add_argument("--cvar-episodes", type=int, default=10, help="episodes per sampled level")
-    p.add_argument("--gif", action="store_true", help="write an animated episode per maze under <out>/gifs/")
-    p.add_argument("--out", default="eval_results", help="output directory for results.json and CSVs")
-    p.add_argument("--seed", type=int, default=0, help="evaluation key (same levels for every run)")
-    p.add_argument("--chunk-steps", type=int, default=16, help="env steps between early-stopping checks")
-    p.add_argument("--max-envs", type=int, default=4096, help="most envs per compiled batch (sampled levels)")
-    args = p.parse_args(argv)
-    for name, low in (("episodes", 1), ("cvar_episodes", 1), ("chunk_steps", 1), ("max_envs", 1), ("cvar", 0)):
-        if getattr(args, name) < low:
-            raise EvaluateError(f"--{name.replace('_', '-')} must be >= {low}, got {getattr(args, name)}")
-    if not 0 < args.alpha <= 1:
-        raise EvaluateError(f"--alpha must be in (0, 1], got {args.alpha}")
-    return args
+@dataclass(frozen=True)
+class EvaluateConfig:
+    """Score trained runs on held-out mazes (mean and 95% CI across runs and seeds)."""
+
+    runs: tyro.conf.Positional[tuple[str, ...]]
+    """Run directories (each holds config.json and checkpoints/)."""
+    suite: str = "dcd12"
+    """Suite name (dcd12, validation) or comma-separated maze names; '' for none."""
+    levels: tuple[str, ...] = ()
+    """Level files in the text format (see minimax.envs.maze.ood.load_level_file)."""
+    episodes: int = 100
+    """Episodes per maze (parallel envs; each env's first episode counts)."""
+    checkpoint: int | None = None
+    """The update to evaluate (default: the latest checkpoint)."""
+    greedy: bool = False
+    """Take the most likely action instead of sampling."""
+    cvar: int = 0
+    """Also evaluate on M levels sampled from each run's training generator and report CVaR
+    (`--cvar` alone means 10,000, the SFL paper's protocol; 0 = off)."""
+    alpha: float = 0.1
+    """CVaR: the worst fraction of solvable sampled levels."""
+    cvar_episodes: int = 10
+    """Episodes per sampled level."""
+    gif: bool = False
+    """Write one animated episode per maze and run under <out>/gifs/."""
+    out: str = "eval_results"
+    """Output directory for results.json and the CSVs."""
+    seed: int = 0
+    """Evaluation key (every run plays the same levels)."""
+    chunk_steps: int = 16
+    """Env steps between early-stopping checks."""
+    max_envs: int = 4096
+    """Most envs per compiled batch (sampled levels)."""
+
+    def __post_init__(self):
+        if not self.runs:
+            raise EvaluateError("give at least one run directory")
+        for name, low in (("episodes", 1), ("cvar_episodes", 1), ("chunk_steps", 1), ("max_envs", 1), ("cvar", 0)):
+            if getattr(self, name) < low:
+                raise EvaluateError(f"--{name.replace('_', '-')} must be >= {low}, got {getattr(self, name)}")
+        if not 0 < self.alpha <= 1:
+            raise EvaluateError(f"--alpha must be in (0, 1], got {self.alpha}")
 
 
-def evaluate(args) -> dict:
-    mazes = load_mazes(args.suite, args.levels)
+CVAR_DEFAULT_LEVELS = 10_000
+"""`--cvar` without a count: the SFL paper's 10,000 sampled levels."""
+
+
+def parse_args(argv) -> EvaluateConfig:
+    argv = list(argv)
+    for i, a in enumerate(argv):  # `--cvar` with no count
+        if a == "--cvar" and (i + 1 == len(argv) or argv[i + 1].startswith("-")):
+            argv.insert(i + 1, str(CVAR_DEFAULT_LEVELS))
+            break
+    return tyro.cli(EvaluateConfig, args=argv, prog="evaluate.py", description=EvaluateConfig.__doc__)
+
+
+def evaluate(args: EvaluateConfig) -> dict:
+    mazes = load_mazes(args.suite, list(args.levels))
     policies = [p for run in args.runs for p in load_policies(run, args.checkpoint)]
     out_dir = Path(args.out)
     results = []
+    evaluate_policy = PolicyEvaluator(args)
     for policy in policies:
         t0 = time.perf_counter()
-        results.append(evaluate_policy(policy, mazes, args, out_dir))
+        results.append(evaluate_policy(policy, mazes, out_dir))
         print(f"evaluated {policy.run} seed {policy.seed} at update {policy.step} "
               f"in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     summary = summarize(results, mazes)
-    settings = {k: v for k, v in vars(args).items()}
+    settings = dataclasses.asdict(args)
     write_results(out_dir, results, summary, settings)
     print_table(summary, mazes)
     return {"runs": results, "summary": summary}

@@ -343,7 +343,7 @@ class Reproduction:
                 "episodes": self.rc.eval_episodes}
 
     def evaluate_method(self, method: str) -> None:
-        from minimax.evaluate import evaluate_policy, load_policies, parse_args  # noqa: PLC0415
+        from minimax.evaluate import PolicyEvaluator, load_policies, parse_args  # noqa: PLC0415
 
         cfg, entry = self.configs[method], self.state.method(method)
         key = self.eval_key()
@@ -357,14 +357,15 @@ class Reproduction:
         if not todo:
             return
         self.checkpoint_stop(f"{method} is trained; {len(todo)} of {len(cfg.seed_list)} seeds to evaluate")
-        args = parse_args([str(cfg.run_dir), "--suite", self.rc.suite, "--episodes", str(self.rc.eval_episodes)])
+        evaluate_policy = PolicyEvaluator(parse_args([str(cfg.run_dir), "--suite", self.rc.suite,
+                                                      "--episodes", str(self.rc.eval_episodes)]))
         policies = {p.seed: p for p in load_policies(cfg.run_dir, self.rc.updates)}
         _note_hardware(entry, "eval", self.hardware())
         for seed in todo:
             self.checkpoint_stop(f"{method} is trained; {len(cfg.seed_list) - len(ev['runs'])} of "
                                  f"{len(cfg.seed_list)} seeds to evaluate")
             t0 = time.perf_counter()
-            result = evaluate_policy(policies[seed], self.mazes, args, self.out / "eval" / method)
+            result = evaluate_policy(policies[seed], self.mazes, self.out / "eval" / method)
             seconds = time.perf_counter() - t0
             ev["seconds"] += seconds
             ev["runs"][str(seed)] = result

@@ -23,21 +23,13 @@ import jax.numpy as jnp
 import numpy as np
 import tyro
 
-from minimax.agents.ppo import PPOConfig
 from minimax.checkpoint import Checkpointer, CheckpointError
-from minimax.config import MUTATION_METHODS, PRESETS, ConfigError, TrainConfig, flag
-from minimax.curricula.level_buffer import BufferConfig
-from minimax.envs.maze import AMaze, MazeParams, make_dr_generator, make_empty_generator
-from minimax.envs.maze.mutators import make_mutator
-from minimax.envs.maze.paths import env_metrics
-from minimax.models import MazeActorCritic
+from minimax.build import buffer_config, build_runner, device_layout, make_evaluator
+from minimax.config import PRESETS, ConfigError, TrainConfig, flag
+from minimax.metrics import log_columns, mean_row, summarize
 from minimax.run_logs import RunLogger
-from minimax.runners import DRRunner
-from minimax.runners.plr import CurriculumConfig, PLRRunner
-from minimax.runners.eval import SuiteEvaluator
 from minimax.devices import (DeviceError, DeviceLayout, distribute_init, distribute_step, initialize_distributed,
-                             join_hosts, plan_layout, seed_params, to_host)
-from minimax.parallel import NO_SHARD, Shard
+                             join_hosts, seed_params, to_host)
 
 # Options a resumed run may change: they do not alter what an update computes.
 RESUME_OVERRIDABLE = {"resume", "num_updates", "progress", "wandb", "wandb_project", "keep_checkpoints", "buffer_png",
@@ -49,71 +41,7 @@ class RunError(RuntimeError):
     """A run cannot start or resume (existing directory, missing checkpoint...)."""
 
 
-# --------------------------------------------------------------------------- building blocks
-
-
-def obs_options(cfg: TrainConfig) -> dict:
-    """Observation settings evaluation envs must share with training envs."""
-    return dict(n_actions=cfg.n_actions, agent_view_size=cfg.agent_view_size, normalize_obs=cfg.normalize_obs)
-
-
-def env_params(cfg: TrainConfig) -> MazeParams:
-    return MazeParams(height=cfg.maze_height, width=cfg.maze_width, max_steps=cfg.max_episode_steps,
-                      **obs_options(cfg))
-
-
-def make_model(cfg: TrainConfig) -> MazeActorCritic:
-    return MazeActorCritic(n_actions=cfg.n_actions, recurrent_cell=cfg.recurrent_cell,
-                           recurrent_size=cfg.recurrent_size, conv_filters=cfg.conv_filters,
-                           dir_embed_size=cfg.dir_embed_size, head_hidden=cfg.head_hidden)
-
-
-def ppo_config(cfg: TrainConfig) -> PPOConfig:
-    return PPOConfig(lr=cfg.lr, anneal_lr=cfg.anneal_lr,
-                     total_gradient_steps=cfg.num_updates * cfg.n_epochs * cfg.n_minibatches,
-                     adam_eps=cfg.adam_eps, max_grad_norm=cfg.max_grad_norm, gamma=cfg.gamma,
-                     gae_lambda=cfg.gae_lambda, n_epochs=cfg.n_epochs, n_minibatches=cfg.n_minibatches,
-                     clip_eps=cfg.clip_eps, clip_value=cfg.clip_value, entropy_coef=cfg.entropy_coef,
-                     value_coef=cfg.value_coef)
-
-
-def level_generator(cfg: TrainConfig):
-    if cfg.n_walls == 0:
-        return make_empty_generator(cfg.maze_height, cfg.maze_width)
-    return make_dr_generator(cfg.maze_height, cfg.maze_width, n_walls=cfg.n_walls)
-
-
-def buffer_config(cfg: TrainConfig) -> BufferConfig:
-    return BufferConfig(capacity=cfg.buffer_size, score_transform=cfg.score_transform, temperature=cfg.temperature,
-                        staleness_coef=cfg.staleness_coef, staleness_transform=cfg.staleness_transform,
-                        staleness_temperature=cfg.staleness_temperature, score_alpha=cfg.score_alpha,
-                        eps=cfg.greedy_eps, top_k=cfg.top_k, unique_levels=cfg.unique_levels)
-
-
-def curriculum_config(cfg: TrainConfig) -> CurriculumConfig:
-    return CurriculumConfig(method=cfg.method, replay_prob=cfg.replay_prob, min_fill_ratio=cfg.min_fill_ratio,
-                            score_function=cfg.score_function, replay_with_replacement=cfg.replay_with_replacement,
-                            train_levels=cfg.train_levels, replay_schedule=cfg.replay_schedule,
-                            mutation_criterion=cfg.mutation_criterion, mutation_subsample=cfg.mutation_subsample)
-
-
-def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD):
-    """The runner of `cfg` for one seed; `shard`: its device's part of a data-parallel mesh."""
-    args = (AMaze(), env_params(cfg), level_generator(cfg), make_model(cfg), ppo_config(cfg), cfg.num_envs,
-            cfg.num_steps)
-    if cfg.method == "dr":
-        return DRRunner(*args, shard=shard)
-    mutator = make_mutator(cfg.mutator, cfg.n_mutations) if cfg.method in MUTATION_METHODS else None
-    return PLRRunner(*args, buffer=buffer_config(cfg), curriculum=curriculum_config(cfg), mutator=mutator,
-                     level_metrics=env_metrics, shard=shard, global_buffer=cfg.global_buffer)
-
-
-def device_layout(cfg: TrainConfig) -> DeviceLayout:
-    """Seeds and devices of `cfg` as a mesh; bad combinations are `DeviceError`s naming the flags."""
-    per_device_buffer = cfg.method != "dr" and not cfg.global_buffer
-    return plan_layout(cfg.seed_list, cfg.devices, cfg.num_envs, cfg.buffer_size if per_device_buffer else None,
-                       cfg.mutation_subsample if cfg.method in MUTATION_METHODS and cfg.mutation_criterion != "batch"
-                       else 0)
+# --------------------------------------------------------------------------- the loop
 
 
 def seed_keys(layout: DeviceLayout):
@@ -130,57 +58,6 @@ def make_chunk(runner, length: int):
     def chunk(state):
         return jax.lax.scan(lambda s, _: runner.step(s), state, None, length=length)
     return chunk
-
-
-COUNTS = ("episodes", "env_steps", "gradient_updates", "cycles")
-
-
-def summarize(metrics: dict) -> dict:
-    """A chunk's stacked per-step metrics -> one row.
-
-    Counters (and `group/count`, levels played) are summed; `buffer/*` statistics are the
-    chunk's last value; a `name_sum` entry becomes `name` = its total over the total of
-    `name_count` (or of `group/count` for `group/name_sum`, or of `episodes`), so averages
-    weigh every episode or level equally however the steps of the chunk were split;
-    everything else is the mean over steps.
-    """
-    m = {k: np.asarray(v) for k, v in metrics.items()}
-    row = {}
-    for k, v in m.items():
-        if k.endswith(("_sum", "_count")):
-            continue
-        if k in COUNTS or k.endswith("/count"):
-            row[k] = int(v.sum())
-        elif k.startswith("buffer/"):
-            row[k] = v.reshape(-1)[-1].item()
-        else:
-            row[k] = float(v.mean())
-    renamed = {"episode_return": "train/return", "episode_solved": "train/solved_rate",
-               "episode_length": "train/length"}
-    for k, v in m.items():
-        if not k.endswith("_sum"):
-            continue
-        name = k[:-len("_sum")]
-        if f"{name}_count" in m:
-            denominator = m[f"{name}_count"]
-        elif "/" in name:
-            denominator = m[name.rsplit("/", 1)[0] + "/count"]
-        else:
-            denominator = m["episodes"]
-        total = float(denominator.sum())
-        row[renamed.get(name, name)] = float(v.sum()) / total if total else float("nan")
-    return row
-
-
-def metric_columns(metrics_abstract, evaluator, multi_seed: bool) -> list[str]:
-    row = summarize({k: np.zeros((1,), v.dtype) for k, v in metrics_abstract.items()})
-    columns = ["update", "cycles", "env_steps", "time_s", "sps"] + [k for k in row if k not in ("env_steps", "cycles")]
-    if evaluator is not None:
-        columns += [f"eval/{n}" for n in evaluator.metric_names]
-    return (["seed"] if multi_seed else []) + columns
-
-
-# --------------------------------------------------------------------------- the loop
 
 
 def prepare_run_dir(cfg: TrainConfig):
@@ -214,19 +91,6 @@ def seed_rows(metrics: dict, layout: DeviceLayout) -> list[dict]:
     return [summarize({k: v[i] for k, v in metrics.items()}) for i in range(len(layout.seeds))]
 
 
-def mean_row(rows: list[dict]) -> dict:
-    """The across-seed mean of per-seed rows (NaN entries ignored), marked `seed: "mean"`."""
-    out = {"seed": "mean"}
-    for k in rows[0]:
-        if k == "seed":
-            continue
-        values = [r[k] for r in rows if isinstance(r.get(k), (int, float)) and r[k] == r[k]]
-        out[k] = float(np.mean(values)) if values else float("nan")
-        if all(isinstance(r.get(k), int) for r in rows):
-            out[k] = rows[0][k] if len({r[k] for r in rows}) == 1 else out[k]
-    return out
-
-
 def save_buffer_pictures(buffer, cfg: TrainConfig, layout: DeviceLayout, out_dir, update: int, lead: bool) -> None:
     """`<out_dir>/update<u>[-seed<s>].png`: the highest-weighted levels of each seed's buffer."""
     from minimax.curricula.buffer_view import buffer_picture  # noqa: PLC0415
@@ -255,11 +119,10 @@ def train(cfg: TrainConfig, on_checkpoint=None) -> dict:
     lead = jax.process_index() == 0  # only process 0 writes logs and the config
     run_dir = prepare_run_dir(cfg) if lead else cfg.run_dir
     _sync("run directory ready")
-    evaluator = (SuiteEvaluator(make_model(cfg), cfg.eval_suite, cfg.eval_episodes, cfg.eval_greedy,
-                                **obs_options(cfg)) if cfg.eval_every and lead else None)
+    evaluator = make_evaluator(cfg) if cfg.eval_every and lead else None
     init_keys, eval_keys = seed_keys(layout)
     checkpoints = Checkpointer(run_dir / "checkpoints", keep=cfg.keep_checkpoints)
-    init = jax.jit(distribute_init(runner, runner.state_type, layout))
+    init = jax.jit(distribute_init(runner, layout))
     abstract = jax.eval_shape(init, init_keys)
 
     if cfg.resume:
@@ -279,7 +142,7 @@ def train(cfg: TrainConfig, on_checkpoint=None) -> dict:
     programs: dict[int, object] = {}
 
     def chunk_program(length):
-        return distribute_step(make_chunk(runner, length), runner, runner.state_type, layout)
+        return distribute_step(make_chunk(runner, length), runner, layout)
 
     def program(length):
         if length not in programs:
@@ -294,7 +157,7 @@ def train(cfg: TrainConfig, on_checkpoint=None) -> dict:
         metrics_abstract = jax.eval_shape(chunk_program(1), abstract)[1]
         if layout.multi_seed:
             metrics_abstract = {k: jax.ShapeDtypeStruct(v.shape[1:], v.dtype) for k, v in metrics_abstract.items()}
-        logger = RunLogger(run_dir, metric_columns(metrics_abstract, evaluator, layout.multi_seed),
+        logger = RunLogger(run_dir, log_columns(metrics_abstract, evaluator.metric_names if evaluator else (), layout.multi_seed),
                            wandb_config=cfg.to_dict() if cfg.wandb else None, wandb_project=cfg.wandb_project,
                            run_name=cfg.name, resume=cfg.resume)
         if cfg.resume:

@@ -15,7 +15,8 @@ import numpy as np  # noqa: E402
 
 from minimax.config import PRESETS, TrainConfig  # noqa: E402
 from minimax.devices import DeviceError, distribute_init, distribute_step  # noqa: E402
-from minimax.train import build_runner, device_layout, make_chunk, seed_keys, train  # noqa: E402
+from minimax.build import build_runner, device_layout  # noqa: E402
+from minimax.train import make_chunk, seed_keys, train  # noqa: E402
 
 TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_actions=3, recurrent_size=16,
             num_envs=8, num_steps=16, n_epochs=2, lr=3e-3, progress=False)
@@ -26,10 +27,10 @@ def one_update(cfg):
     layout = device_layout(cfg)
     runner = build_runner(cfg, layout.shard)
     keys, _ = seed_keys(layout)
-    state = jax.jit(distribute_init(runner, runner.state_type, layout))(keys)
+    state = jax.jit(distribute_init(runner, layout))(keys)
     before = jax.device_get(state)
     # Compiled as train.py compiles its chunks (donating the state), so train() below reuses it.
-    step = jax.jit(distribute_step(make_chunk(runner, 1), runner, runner.state_type, layout), donate_argnums=0)
+    step = jax.jit(distribute_step(make_chunk(runner, 1), runner, layout), donate_argnums=0)
     after, metrics = step(state)
     return before, jax.device_get(after), jax.device_get(metrics)
 
@@ -108,7 +109,7 @@ def main(out_dir):
     big = dataclasses.replace(PRESETS["dr"], num_seeds=2, devices=1, recurrent_size=64, num_envs=8)
     layout = device_layout(big)
     runner = build_runner(big, layout.shard)
-    params = jax.jit(distribute_init(runner, runner.state_type, layout))(seed_keys(layout)[0]).train_state.params
+    params = jax.jit(distribute_init(runner, layout))(seed_keys(layout)[0]).train_state.params
     out["big_init_shapes"] = sorted({tuple(x.shape[:1]) for x in jax.tree.leaves(params)})
 
     # 4. Bad layouts fail at once, naming what to change.

@@ -8,7 +8,7 @@ import pytest
 from minimax.envs.maze import AMaze, Level, MazeParams
 from minimax.envs.maze.env import FORWARD, LEFT
 from minimax.models import MazeActorCritic
-from minimax.runners.eval import SuiteEvaluator, evaluate_levels, suite_names
+from minimax.runners.eval import EvalRunner, SuiteEvaluator, evaluate_levels, suite_names
 
 
 def always(action, n_actions=3):
@@ -39,7 +39,8 @@ def test_suite_evaluator_reports_every_maze_and_the_mean():
     model = MazeActorCritic(n_actions=3, recurrent_size=8)
     obs = {"image": jnp.zeros((1, 1, 5, 5, 3)), "agent_dir": jnp.zeros((1, 1), jnp.int32)}
     params = model.init(jax.random.key(0), model.initial_carry(1), obs, jnp.ones((1, 1), bool))
-    evaluator = SuiteEvaluator(model, "SixteenRooms,Crossing", episodes=2, n_actions=3, normalize_obs=True)
+    evaluator = SuiteEvaluator(EvalRunner(AMaze(), model, episodes=2, n_actions=3, normalize_obs=True),
+                               "SixteenRooms,Crossing")
     metrics = evaluator(jax.random.key(1), params)
     assert list(metrics) == evaluator.metric_names or set(metrics) == set(evaluator.metric_names)
     for name in ("SixteenRooms", "Crossing"):

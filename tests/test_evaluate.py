@@ -64,7 +64,7 @@ class PlanPolicy:
 
 @pytest.mark.slow  # one compiled program per maze size and budget, every OOD maze: 35-55 s
 def test_an_oracle_solves_every_solvable_ood_maze_with_the_optimal_return():
-    runner = EvalRunner(PlanPolicy(), episodes=1, greedy=True, n_actions=3)
+    runner = EvalRunner(AMaze(), PlanPolicy(), episodes=1, greedy=True, n_actions=3)
     for name in list_mazes():
         maze = get_maze(name)
         n = 3  # draws (fixed layouts give 3 equal levels): one compiled program per maze size and budget
@@ -92,7 +92,7 @@ def test_an_oracle_solves_every_solvable_ood_maze_with_the_optimal_return():
 
 
 def test_a_policy_that_only_turns_solves_no_maze():
-    runner = EvalRunner(PlanPolicy(), episodes=1, greedy=True, n_actions=3)
+    runner = EvalRunner(AMaze(), PlanPolicy(), episodes=1, greedy=True, n_actions=3)
     mazes = get_suite("dcd12")
     results = runner.evaluate_mazes(jax.random.key(1), jnp.full((len(mazes), 1), LEFT), mazes)
     for name, result in results.items():
@@ -140,7 +140,7 @@ TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_acti
 
 def make_run(out_dir, name, seed, **overrides):
     """A run directory with a config and an initial checkpoint, as train.py would leave it."""
-    from minimax.train import build_runner  # noqa: PLC0415
+    from minimax.build import build_runner  # noqa: PLC0415
 
     cfg = TrainConfig(**{**TINY, "out_dir": str(out_dir), "run_name": name, "seed": seed, **overrides})
     cfg.run_dir.mkdir(parents=True)

@@ -15,7 +15,8 @@ from minimax.curricula.level_buffer import insert, level_hash, replay_weights
 from minimax.envs.maze.level import validate_level
 from minimax.run_logs import read_rows
 from minimax.runners.plr import PLR_METHODS
-from minimax.train import build_runner, train
+from minimax.build import build_runner
+from minimax.train import train
 
 # One small config for every runner: episodes end within a rollout, so every level gets a score.
 SMALL = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, n_actions=3, recurrent_size=16,

@@ -12,7 +12,8 @@ import pytest
 from minimax.checkpoint import CheckpointError, Checkpointer
 from minimax.config import PRESETS, ConfigError, TrainConfig
 from minimax.run_logs import read_rows
-from minimax.train import RunError, build_runner, main, make_chunk, parse_config, train
+from minimax.build import build_runner
+from minimax.train import RunError, main, make_chunk, parse_config, train
 
 # One small config shared by these tests, so they compile few programs.
 TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_actions=3, recurrent_size=16,

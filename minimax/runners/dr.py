@@ -8,7 +8,7 @@ observation's value bootstraps the advantages of episodes still running.
 
 Runner contract (every runner follows it): `init(key) -> state` and
 `step(state) -> (state, metrics)`, both pure, jittable and vmappable; `metrics` is a
-flat dict of scalars (`*_sum` entries are sums, to be divided by `episodes`).
+flat dict of scalars named by `minimax.metrics`'s convention.
 
 Data parallel: built with `shard` (see `minimax.parallel`), a runner is the per-device
 program of a `jax.shard_map`: `num_envs` stays the global batch, each device steps
@@ -26,7 +26,8 @@ from flax import struct
 from flax.training.train_state import TrainState
 
 from minimax.agents.ppo import PPOConfig, create_train_state, ppo_update
-from minimax.envs.environment import GenerateAutoReset
+from minimax.envs.wrappers import GenerateAutoReset
+from minimax.metrics import reduce_over_devices
 from minimax.parallel import NO_SHARD, Shard
 from minimax.runners.rollout import EnvStream, collect_rollout, episode_metrics, ppo_batch, start_stream
 
@@ -39,16 +40,6 @@ class DRState:
     updates: jax.Array  # int32: PPO updates done
 
 
-def reduce_metrics(metrics: dict, shard: Shard) -> dict:
-    """Per-device metrics -> global ones: counters and `*_sum` / `*_count` entries are summed
-    over devices, everything else averaged (PPO statistics already are)."""
-    def reduce(name, value):
-        if name in ("episodes",) or name.endswith(("_sum", "_count", "/count")):
-            return shard.sum(value)
-        return shard.mean(value)
-    return {k: reduce(k, v) for k, v in metrics.items()}
-
-
 class DRRunner:
     state_type = DRState
 
@@ -59,7 +50,7 @@ class DRRunner:
         self.env, self.env_params, self.model, self.ppo, self.shard = env, env_params, model, ppo, shard
         self.num_envs, self.num_steps = int(num_envs), int(num_steps)
         self.local_envs = self.num_envs // shard.size
-        self.auto_reset = GenerateAutoReset(env, generator, self.local_envs, shard=shard)
+        self.auto_reset = GenerateAutoReset(env, generator, self.local_envs, part=shard)
 
     @property
     def local_fields(self) -> tuple[str, ...]:
@@ -92,7 +83,7 @@ class DRRunner:
                                           self.num_steps, self.shard)
         batch = ppo_batch(rollout, self.ppo.gamma, self.ppo.gae_lambda)
         ts, metrics = ppo_update(k_update, ts, batch, self.ppo, self.shard)
-        metrics.update(reduce_metrics(episode_metrics(rollout), self.shard))
+        metrics.update(reduce_over_devices(episode_metrics(rollout), self.shard))
         metrics["env_steps"] = jnp.asarray(self.env_steps_per_update, jnp.int32)
         metrics["gradient_updates"] = jnp.ones((), jnp.int32)
         metrics["cycles"] = jnp.ones((), jnp.int32)

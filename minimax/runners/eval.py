@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from minimax.envs.maze.env import AMaze, MazeParams
+from minimax.envs.maze.env import MazeParams
 from minimax.envs.maze.ood import OODMaze, get_suite
 from minimax.envs.maze.paths import optimal_return, shortest_path_length
 from minimax.runners.rollout import policy_step
@@ -134,7 +134,7 @@ class EvalRunner:
     One compiled program per (maze size, step budget, batch size), reused across calls.
     """
 
-    def __init__(self, model, episodes: int = 1, greedy: bool = False, chunk_steps: int = 16,
+    def __init__(self, env, model, episodes: int = 1, greedy: bool = False, chunk_steps: int = 16,
                  max_envs: int = 4096, **obs_options):
         if episodes < 1:
             raise ValueError(f"episodes must be >= 1, got {episodes}")
@@ -142,7 +142,7 @@ class EvalRunner:
             raise ValueError(f"chunk_steps must be >= 1, got {chunk_steps}")
         self.model, self.episodes, self.greedy = model, int(episodes), bool(greedy)
         self.chunk_steps, self.max_envs, self.obs_options = int(chunk_steps), int(max_envs), obs_options
-        self.env = AMaze()
+        self.env = env
         self._programs: dict = {}
 
     def _play(self, env_params, key, params, envs):
@@ -234,9 +234,9 @@ class SuiteEvaluator:
     """`evaluator(key, params) -> {"<maze>/solved_rate": ..., "<maze>/return": ..., "mean_...": ...}`:
     the training loop's periodic evaluation on a named suite."""
 
-    def __init__(self, model, suite: str, episodes: int, greedy: bool = False, **obs_options):
+    def __init__(self, runner: EvalRunner, suite: str):
         self.mazes = get_suite(suite)
-        self.runner = EvalRunner(model, episodes, greedy, **obs_options)
+        self.runner = runner
 
     def __call__(self, key, params) -> dict[str, float]:
         metrics = {}

@@ -58,9 +58,9 @@ from minimax.curricula.level_buffer import (BufferConfig, LevelBuffer, advance_c
 from minimax.curricula.scores import ScoreInputs, rollout_max_return, score_levels
 from minimax.curricula.training_set import (TrainingSet, draw_new_seeds, init_training_set, level_from_seed,
                                             replay_probability)
-from minimax.envs.environment import ReplayAutoReset
+from minimax.envs.wrappers import ReplayAutoReset
+from minimax.metrics import mean_sums, reduce_over_devices
 from minimax.parallel import NO_SHARD, Shard
-from minimax.runners.dr import reduce_metrics
 from minimax.runners.rollout import (Rollout, collect_rollout, env_slice, episode_metrics, ppo_batch, rollout_envs,
                                     start_stream)
 
@@ -256,12 +256,9 @@ class PLRRunner:
         ep = episode_metrics(rollout)
         out = {
             f"{group}/count": w * scores.shape[0],
-            f"{group}/return_sum": w * ep["episode_return_sum"],
-            f"{group}/return_count": w * ep["episodes"],
-            f"{group}/solved_rate_sum": w * ep["episode_solved_sum"],
-            f"{group}/solved_rate_count": w * ep["episodes"],
-            f"{group}/score_sum": w * jnp.where(valid, scores, 0.0).sum(),
-            f"{group}/score_count": w * valid.sum(),
+            **mean_sums(f"{group}/return", ep["episode_return_sum"], ep["episodes"], w),
+            **mean_sums(f"{group}/solved_rate", ep["episode_solved_sum"], ep["episodes"], w),
+            **mean_sums(f"{group}/score", jnp.where(valid, scores, 0.0).sum(), valid.sum(), w),
         }
         if self.level_metrics is not None:
             m = jax.vmap(self.level_metrics)(levels)
@@ -269,8 +266,8 @@ class PLRRunner:
             for name, value in m.items():
                 value = value.astype(jnp.float32)
                 if name == "shortest_path" and solvable is not None:
-                    out[f"{group}/shortest_path_sum"] = w * jnp.where(solvable, value, 0.0).sum()
-                    out[f"{group}/shortest_path_count"] = w * solvable.sum()
+                    out.update(mean_sums(f"{group}/shortest_path", jnp.where(solvable, value, 0.0).sum(),
+                                         solvable.sum(), w))
                 else:
                     out[f"{group}/{name}_sum"] = w * value.sum()
         return {k: jnp.asarray(v, jnp.float32) for k, v in out.items()}
@@ -347,7 +344,7 @@ class PLRRunner:
 
     def _finish(self, state: PLRState, train_state, buffer, training_set, key, metrics, trained: Rollout,
                 cycles, replays, updated=True):
-        metrics = reduce_metrics({**metrics, **episode_metrics(trained)}, self.shard)
+        metrics = reduce_over_devices({**metrics, **episode_metrics(trained)}, self.shard)
         metrics.update(self._buffer_stats(buffer))
         updated = jnp.asarray(updated, jnp.int32)
         metrics["cycles"] = jnp.asarray(cycles, jnp.int32)

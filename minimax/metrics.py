@@ -1,0 +1,92 @@
+"""Training metrics: one convention, interpreted here on device and on the host.
+
+A runner's `step` returns a flat dict of scalars, named by what they are:
+
+- counters (`episodes`, `env_steps`, `gradient_updates`, `cycles`, `<group>/count`) are
+  summed over devices and over the steps of a logged chunk;
+- `<name>_sum` is a sum whose mean is wanted: its denominator is `<name>_count` when that
+  entry exists, else `<group>/count` for a `<group>/<name>_sum`, else `episodes`. Both are
+  summed and divided only on the host, so a mean weighs every episode (or level) equally
+  however the steps of a chunk, the devices and the seeds split them;
+- `buffer/*` are statistics of the level buffer: a chunk reports its last value;
+- everything else (PPO losses, entropies) is a per-step mean: averaged.
+
+`reduce_over_devices` applies it inside `shard_map`; `summarize` turns a chunk's stacked
+metrics into one log row; `mean_sums` writes a `_sum`/`_count` pair.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+COUNTS = ("episodes", "env_steps", "gradient_updates", "cycles")
+"""Counters: summed, never averaged."""
+
+RENAMED = {"episode_return": "train/return", "episode_solved": "train/solved_rate", "episode_length": "train/length"}
+"""Log names of the episode means the rollouts report."""
+
+
+def mean_sums(name: str, total, count, weight=1.0) -> dict:
+    """`{name_sum, name_count}` (float32, scaled by `weight`: 0 drops a group that did not play)."""
+    w = jnp.asarray(weight, jnp.float32)
+    return {f"{name}_sum": w * jnp.asarray(total, jnp.float32), f"{name}_count": w * jnp.asarray(count, jnp.float32)}
+
+
+def reduce_over_devices(metrics: dict, shard) -> dict:
+    """Per-device metrics -> global ones (inside `shard_map`; identity unsharded): `episodes` and
+    both halves of a mean are summed over devices, everything else averaged (PPO statistics
+    already are; the other counters are the same global count on every device)."""
+    return {k: shard.sum(v) if k == "episodes" or k.endswith(("_sum", "_count", "/count")) else shard.mean(v)
+            for k, v in metrics.items()}
+
+
+def _denominator(name: str, m: dict):
+    if f"{name}_count" in m:
+        return m[f"{name}_count"]
+    if "/" in name:
+        return m[name.rsplit("/", 1)[0] + "/count"]
+    return m["episodes"]
+
+
+def summarize(metrics: dict) -> dict:
+    """A chunk's stacked per-step metrics -> one row (see the module docstring)."""
+    m = {k: np.asarray(v) for k, v in metrics.items()}
+    row = {}
+    for k, v in m.items():
+        if k.endswith(("_sum", "_count")):
+            continue
+        if k in COUNTS or k.endswith("/count"):
+            row[k] = int(v.sum())
+        elif k.startswith("buffer/"):
+            row[k] = v.reshape(-1)[-1].item()
+        else:
+            row[k] = float(v.mean())
+    for k, v in m.items():
+        if k.endswith("_sum"):
+            name = k[:-len("_sum")]
+            total = float(_denominator(name, m).sum())
+            row[RENAMED.get(name, name)] = float(v.sum()) / total if total else float("nan")
+    return row
+
+
+def mean_row(rows: list[dict]) -> dict:
+    """The across-seed mean of per-seed rows (NaN entries ignored), marked `seed: "mean"`;
+    an integer entry equal in every row is kept as it is."""
+    out = {"seed": "mean"}
+    for k in rows[0]:
+        if k == "seed":
+            continue
+        values = [r[k] for r in rows if isinstance(r.get(k), (int, float)) and r[k] == r[k]]
+        out[k] = float(np.mean(values)) if values else float("nan")
+        if all(isinstance(r.get(k), int) for r in rows):
+            out[k] = rows[0][k] if len({r[k] for r in rows}) == 1 else out[k]
+    return out
+
+
+def log_columns(metrics_abstract: dict, eval_names, multi_seed: bool) -> list[str]:
+    """The columns of a run's CSV log, from the shapes of one step's metrics."""
+    row = summarize({k: np.zeros((1,), v.dtype) for k, v in metrics_abstract.items()})
+    columns = ["update", "cycles", "env_steps", "time_s", "sps"] + [k for k in row if k not in ("env_steps", "cycles")]
+    columns += [f"eval/{n}" for n in eval_names]
+    return (["seed"] if multi_seed else []) + columns

@@ -1,0 +1,42 @@
+"""The runner contract every autocurriculum implements, as a `typing.Protocol`.
+
+A runner is one method's whole training step as pure functions of explicit state:
+
+- `init(key) -> state` and `step(state) -> (state, metrics)`, jittable and vmappable: the
+  training loop scans `step` inside one compiled program, vmaps it over seeds and wraps it in
+  `jax.shard_map` over devices without knowing which method it runs;
+- `state_type`: the `flax.struct` dataclass `init` returns (sharding builds one partition spec
+  per top-level field of it);
+- `local_fields`: the fields of that state that differ per device when the runner is built for
+  a data-parallel mesh (DR's env streams, per-device level buffers); every other field is
+  replicated. Empty when not sharded;
+- `num_envs`, `num_steps`: the global env batch and the rollout length;
+- `metrics`: a flat dict of scalars following `minimax.metrics`' naming convention, with
+  `gradient_updates` (1 per step, or 0 for a step that could not train), `env_steps` and
+  `cycles` (rollouts played, gradient-free ones included).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+State = TypeVar("State")
+
+
+@runtime_checkable
+class Runner(Protocol[State]):
+    """What the training loop, sharding and checkpointing rely on (see the module docstring)."""
+
+    state_type: type
+    num_envs: int
+    num_steps: int
+
+    @property
+    def local_fields(self) -> tuple[str, ...]:
+        """Top-level state fields that carry a per-device axis in the global state."""
+
+    def init(self, key) -> State:
+        """A fresh run state for one seed (on this device)."""
+
+    def step(self, state: State) -> tuple[State, dict[str, Any]]:
+        """One gradient update (and whatever rollouts it needs): the next state and its metrics."""

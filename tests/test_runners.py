@@ -1,0 +1,48 @@
+"""The runner contract (minimax.runners.base.Runner), checked for every method's runner.
+
+Shapes only (`jax.eval_shape`): nothing here compiles, so the whole contract costs a few
+seconds of tracing."""
+
+import dataclasses
+
+import jax
+import pytest
+
+from minimax.build import build_runner
+from minimax.config import METHODS, TrainConfig
+from minimax.metrics import COUNTS
+from minimax.parallel import Shard
+from minimax.runners.base import Runner
+
+TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, n_actions=3, recurrent_size=8,
+            num_envs=4, num_steps=8, n_epochs=1, buffer_size=8, n_mutations=2, progress=False)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_runner_keeps_the_contract(method):
+    runner = build_runner(TrainConfig(method=method, **TINY))
+    assert isinstance(runner, Runner)
+    assert (runner.num_envs, runner.num_steps) == (4, 8) and runner.local_fields == ()
+    state = jax.eval_shape(runner.init, jax.random.key(0))
+    assert type(state) is runner.state_type
+    next_state, metrics = jax.eval_shape(runner.step, state)
+    # the state keeps its structure, shapes and dtypes (a scan carry; checkpoints restore into it)
+    assert jax.tree.structure(next_state) == jax.tree.structure(state)
+    assert jax.tree.map(lambda a, b: (a.shape, a.dtype) == (b.shape, b.dtype), next_state, state) == \
+        jax.tree.map(lambda _: True, state)
+    assert all(v.shape == () for v in metrics.values()), {k: v.shape for k, v in metrics.items() if v.shape}
+    assert set(COUNTS) <= set(metrics)
+    for name in metrics:  # every mean has its denominator (minimax.metrics' convention)
+        if name.endswith("_sum"):
+            base = name[:-len("_sum")]
+            assert f"{base}_count" in metrics or ("/" in base and base.rsplit("/", 1)[0] + "/count" in metrics) \
+                or ("/" not in base and "episodes" in metrics), name
+
+
+@pytest.mark.parametrize("method, global_buffer, local", [
+    ("dr", False, ("stream",)), ("robust_plr", False, ("buffer",)), ("robust_plr", True, ())])
+def test_sharded_runners_declare_their_per_device_state(method, global_buffer, local):
+    cfg = TrainConfig(method=method, global_buffer=global_buffer, **TINY)
+    runner = build_runner(cfg, Shard("data", 2))
+    assert runner.local_fields == local
+    assert set(local) <= {f.name for f in dataclasses.fields(runner.state_type)}
