@@ -16,9 +16,8 @@ from minimax.envs.maze.mutators import make_mutator
 from minimax.envs.maze.paths import env_metrics
 from minimax.models import MazeActorCritic
 from minimax.parallel import NO_SHARD, Shard
-from minimax.runners import DRRunner
+from minimax.runners import RUNNERS, CurriculumConfig, DRRunner
 from minimax.runners.eval import EvalRunner, SuiteEvaluator
-from minimax.runners.plr import CurriculumConfig, PLRRunner
 
 
 def make_env(cfg: TrainConfig) -> AMaze:
@@ -66,7 +65,7 @@ def buffer_config(cfg: TrainConfig) -> BufferConfig:
 
 
 def curriculum_config(cfg: TrainConfig) -> CurriculumConfig:
-    return CurriculumConfig(method=cfg.method, replay_prob=cfg.replay_prob, min_fill_ratio=cfg.min_fill_ratio,
+    return CurriculumConfig(replay_prob=cfg.replay_prob, min_fill_ratio=cfg.min_fill_ratio,
                             score_function=cfg.score_function, replay_with_replacement=cfg.replay_with_replacement,
                             train_levels=cfg.train_levels, replay_schedule=cfg.replay_schedule,
                             mutation_criterion=cfg.mutation_criterion, mutation_subsample=cfg.mutation_subsample)
@@ -76,10 +75,11 @@ def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD):
     """The runner of `cfg` for one seed; `shard`: its device's part of a data-parallel mesh."""
     args = (make_env(cfg), env_params(cfg), level_generator(cfg), make_model(cfg), ppo_config(cfg), cfg.num_envs,
             cfg.num_steps)
-    if cfg.method == "dr":
+    runner = RUNNERS[cfg.method]
+    if runner is DRRunner:
         return DRRunner(*args, shard=shard)
-    mutator = make_mutator(cfg.mutator, cfg.n_mutations) if cfg.method in MUTATION_METHODS else None
-    return PLRRunner(*args, buffer=buffer_config(cfg), curriculum=curriculum_config(cfg), mutator=mutator,
+    mutator = make_mutator(cfg.mutator, cfg.n_mutations) if runner.mutates else None
+    return runner(*args, buffer=buffer_config(cfg), curriculum=curriculum_config(cfg), mutator=mutator,
                      level_metrics=env_metrics, shard=shard, global_buffer=cfg.global_buffer)
 
 

@@ -18,9 +18,11 @@ from typing import Literal
 from minimax.curricula.level_buffer import SCORE_TRANSFORMS, STALENESS_TRANSFORMS
 from minimax.curricula.scores import SCORE_FUNCTIONS
 from minimax.curricula.training_set import REPLAY_SCHEDULES
-from minimax.runners.plr import MUTATION_CRITERIA, MUTATION_METHODS, PLR_METHODS
+from minimax.runners.plr_family import MUTATION_CRITERIA
 
-METHODS = ("dr",) + PLR_METHODS
+METHODS = ("dr", "plr", "robust_plr", "parallel_plr", "accel", "parallel_accel")
+PLR_METHODS = METHODS[1:]
+MUTATION_METHODS = ("accel", "parallel_accel")
 MUTATORS = ("minimax", "four_edit")
 
 

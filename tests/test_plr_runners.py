@@ -14,7 +14,7 @@ from minimax.curricula.buffer_view import top_levels
 from minimax.curricula.level_buffer import insert, level_hash, replay_weights
 from minimax.envs.maze.level import validate_level
 from minimax.run_logs import read_rows
-from minimax.runners.plr import PLR_METHODS
+from minimax.config import PLR_METHODS
 from minimax.build import build_runner
 from minimax.train import train
 

@@ -73,7 +73,7 @@ def test_reproduce_end_to_end_rerun_time_limit_and_extension(tmp_path, capsys, m
 
     with monkeypatch.context() as patch:
         patch.setattr(minimax.train, "train", refuse)
-        patch.setattr(minimax.evaluate, "evaluate_policy", refuse)
+        patch.setattr(minimax.evaluate.PolicyEvaluator, "__call__", refuse)
         main(command(tmp_path, 10))
     again, _ = read(tmp_path)
     assert again == doc

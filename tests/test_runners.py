@@ -12,6 +12,7 @@ from minimax.build import build_runner
 from minimax.config import METHODS, TrainConfig
 from minimax.metrics import COUNTS
 from minimax.parallel import Shard
+from minimax.runners import RUNNERS
 from minimax.runners.base import Runner
 
 TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, n_actions=3, recurrent_size=8,
@@ -46,3 +47,8 @@ def test_sharded_runners_declare_their_per_device_state(method, global_buffer, l
     runner = build_runner(cfg, Shard("data", 2))
     assert runner.local_fields == local
     assert set(local) <= {f.name for f in dataclasses.fields(runner.state_type)}
+
+
+def test_every_method_has_a_runner_of_that_name():
+    assert set(RUNNERS) == set(METHODS)
+    assert all(cls.method == name for name, cls in RUNNERS.items() if name != "dr")

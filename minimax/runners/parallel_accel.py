@@ -1,0 +1,17 @@
+"""Parallel ACCEL (the minimax report's variant): new, replayed and mutated levels in one rollout.
+
+Parallel PLR's step (`parallel_plr.py`) with a third group of N envs: the children of this
+step's replayed levels (mutated by `mutation_criterion` before the rollout), played, scored
+and offered to the buffer with the new levels; only the replay group trains. Until the
+buffer is ready, gradient-free rollouts of 3N new levels fill it.
+"""
+
+from __future__ import annotations
+
+from minimax.runners.parallel_plr import ParallelPLRRunner
+
+
+class ParallelACCELRunner(ParallelPLRRunner):
+    method = "parallel_accel"
+    groups = 3
+    mutates = True
