@@ -117,7 +117,7 @@ def main() -> None:
     jax.block_until_ready(params)
     n_params = sum(x.size for x in jax.tree.leaves(params))
     print(f"{platform.processor() or platform.machine()} | jax {jax.__version__} | {jax.devices()[0].platform}")
-    print(f"preset {args.preset}: {cfg.recurrent_cell.upper()} {cfg.recurrent_size}, {n_params:,} parameters, "
+    print(f"preset {args.preset}: {cfg.model.recurrent_cell.upper()} {cfg.model.recurrent_size}, {n_params:,} parameters, "
           f"untrained (episodes mostly run to the step budget: worst case); greedy={args.greedy}")
 
     for chunk in args.chunk_steps:

@@ -133,7 +133,7 @@ def build_config(preset: str, updates: int, seeds: list[int], sets: list[str]):
 
     if preset not in PRESETS:
         raise ParityError(f"--preset must be one of {', '.join(PRESETS)}, got {preset!r}")
-    names = {f.name for f in dataclasses.fields(TrainConfig)}
+    names = set(TrainConfig.option_types())
     base = PRESETS[preset]
     overrides: dict = {}
     for item in sets:
@@ -145,10 +145,10 @@ def build_config(preset: str, updates: int, seeds: list[int], sets: list[str]):
             raise ParityError(f"--set {key}: not a TrainConfig field (see python train.py --help)")
         if key in ("seed", "seeds", "num_seeds", "num_updates", "preset"):
             raise ParityError(f"--set {key}: use this script's --seeds / --first-seed / --updates / --preset")
-        overrides[key] = _coerce(key, value, getattr(base, key))
+        overrides[key] = _coerce(key, value, base.options()[key])
     try:
-        cfg = dataclasses.replace(base, num_updates=updates, seeds=",".join(map(str, seeds)), num_seeds=1,
-                                  progress=False, eval_every=0, **overrides)
+        cfg = base.replace(num_updates=updates, seeds=",".join(map(str, seeds)), num_seeds=1,
+                           progress=False, eval_every=0, **overrides)
     except ConfigError as e:
         raise ParityError(str(e)) from None
     return cfg, overrides
@@ -200,13 +200,13 @@ def train(args, out: Path) -> None:
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     cfg, overrides = build_config(args.preset, args.updates, seeds, args.set)
     info_path, csv_path = out / "run.json", out / "ours.csv"
-    config_dict = cfg.to_dict()
+    config_dict = cfg.options()  # flat: compared option by option on --resume
 
     if args.resume:
         if not info_path.exists():
             raise ParityError(f"--resume: no run to resume in {out} (no run.json)")
         info = json.loads(info_path.read_text())
-        keep_schedule = cfg.anneal_lr  # the learning-rate schedule depends on num_updates
+        keep_schedule = cfg.ppo.anneal_lr  # the learning-rate schedule depends on num_updates
         changed = [k for k in config_dict if config_dict[k] != info["config"].get(k)
                    and not (k in RUN_INFO_KEYS_FREE and not keep_schedule)]
         if changed or info["chunk"] != args.chunk:

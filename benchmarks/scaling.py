@@ -17,7 +17,6 @@ replays).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import subprocess
@@ -36,7 +35,7 @@ def measure(preset: str, seeds: int, devices: int, envs: int | None, steps: int 
 
     overrides = {k: v for k, v in (("num_envs", envs), ("num_steps", steps), ("buffer_size", buffer_size))
                  if v is not None}
-    cfg = dataclasses.replace(PRESETS[preset], num_seeds=seeds, devices=devices, **overrides)
+    cfg = PRESETS[preset].replace(num_seeds=seeds, devices=devices, **overrides)
     layout = device_layout(cfg)
     runner = build_runner(cfg, layout.shard)
     keys, _ = seed_keys(layout)

@@ -15,7 +15,6 @@ level buffer, whose first fill is a long search for robust PLR and ACCEL.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import platform
 import time
 
@@ -37,7 +36,7 @@ def main() -> None:
     args = parser.parse_args()
 
     overrides = {k: v for k, v in (("num_envs", args.envs), ("num_steps", args.steps)) if v is not None}
-    cfg = dataclasses.replace(PRESETS[args.preset], **overrides)
+    cfg = PRESETS[args.preset].replace(**overrides)
     runner = build_runner(cfg)
     state = jax.jit(runner.init)(jax.random.key(0))
     jax.block_until_ready(state)
@@ -62,8 +61,8 @@ def main() -> None:
     mean_update = sum(times) / len(times)
     updates = args.chunk * args.repeats
     print(f"{platform.processor() or platform.machine()} | jax {jax.__version__} | {jax.devices()[0].platform}")
-    print(f"preset {args.preset}: {cfg.num_envs} envs x {cfg.num_steps} steps, {cfg.recurrent_cell.upper()} "
-          f"{cfg.recurrent_size}, {cfg.n_epochs} epochs x {cfg.n_minibatches} minibatch")
+    print(f"preset {args.preset}: {cfg.num_envs} envs x {cfg.num_steps} steps, {cfg.model.recurrent_cell.upper()} "
+          f"{cfg.model.recurrent_size}, {cfg.ppo.n_epochs} epochs x {cfg.ppo.n_minibatches} minibatch")
     print(f"compile (chunk of {args.chunk} updates): {compile_s:.1f} s")
     print(f"seconds per update: {per_update:.3f} (best of {args.repeats}; all: "
           f"{', '.join(f'{t:.3f}' for t in times)})")

@@ -1,10 +1,18 @@
-"""Typed training configuration and the method presets.
+"""The training configuration: one typed tree, each option written once, and the method presets.
 
-One flat, frozen dataclass: every option is one command-line flag (`--lr`, `--num-envs`),
-its docstring is the `--help` text, and `__post_init__` rejects bad values at once with
-a message that names the option. Presets are the minimax report's Table 5 (LSTM student),
-value for value; docs/DESIGN.md lists where the released JSON configs differ.
-`python train.py --preset plr --lr 1e-3` starts from a preset and overrides single options.
+`TrainConfig` holds the experiment's own options (seeds, run directory, logging, devices)
+and one group per component: `env`, `model`, `ppo` (`minimax.agents.ppo.PPOConfig`),
+`eval`, `buffer` (`minimax.curricula.level_buffer.BufferConfig`) and `curriculum`
+(`minimax.runners.plr_family.CurriculumConfig`). Every group is a frozen dataclass that is
+the single home of its options: a field with its default and docstring (the `--help` text),
+checked by the group itself when it is made; `TrainConfig` adds the checks that involve
+several groups. The command line stays flat (`--lr`, `--buffer-size`, `--num-envs`: the
+group prefixes are omitted), `config.json` is the nested tree, and a flat `config.json` of
+a run from before the tree still loads.
+
+Presets are the minimax report's Table 5 (LSTM student), value for value; docs/DESIGN.md
+lists where the released JSON configs differ. `python train.py --preset plr --lr 1e-3`
+starts from a preset and overrides single options.
 """
 
 from __future__ import annotations
@@ -12,81 +20,32 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import typing
 from pathlib import Path
 from typing import Literal
 
-from minimax.curricula.level_buffer import SCORE_TRANSFORMS, STALENESS_TRANSFORMS
-from minimax.curricula.scores import SCORE_FUNCTIONS
-from minimax.curricula.training_set import REPLAY_SCHEDULES
-from minimax.runners.plr_family import MUTATION_CRITERIA
+import tyro
 
-METHODS = ("dr", "plr", "robust_plr", "parallel_plr", "accel", "parallel_accel")
+from minimax.agents.ppo import PPOConfig
+from minimax.curricula.level_buffer import BufferConfig
+from minimax.envs.maze.mutators import MUTATORS
+from minimax.options import ConfigError, check, flag, flag_names, raise_problems
+from minimax.runners.plr_family import CurriculumConfig
+
+__all__ = ["ConfigError", "EnvConfig", "EvalConfig", "METHODS", "ModelConfig", "MUTATION_METHODS", "PLR_METHODS",
+           "PRESETS", "TrainConfig", "flag"]
+
+Method = Literal["dr", "plr", "robust_plr", "parallel_plr", "accel", "parallel_accel"]
+METHODS: tuple[str, ...] = typing.get_args(Method)
 PLR_METHODS = METHODS[1:]
 MUTATION_METHODS = ("accel", "parallel_accel")
-MUTATORS = ("minimax", "four_edit")
-
-
-class ConfigError(ValueError):
-    """A configuration value is invalid; the message names the option (as its CLI flag)."""
-
-
-def flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
+PresetName = Literal["dr", "plr", "accel", "pplr", "paccel"]
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainConfig:
-    """Train a student on AMaze with an autocurriculum (domain randomisation, PLR, ACCEL)."""
+class EnvConfig:
+    """The environment and its level generator."""
 
-    # ---------------------------------------------------------------- run
-    preset: Literal["dr", "plr", "accel", "pplr", "paccel"] = "dr"
-    """Start from this method's published configuration; other options override single values."""
-    method: Literal["dr", "plr", "robust_plr", "parallel_plr", "accel", "parallel_accel"] = "dr"
-    """Autocurriculum: dr (domain randomisation), plr, robust_plr, parallel_plr, accel, parallel_accel."""
-    seed: int = 0
-    """Random seed: the same seed and config give the same run, number for number (on one backend)."""
-    seeds: str = ""
-    """Comma-separated seeds trained together in one vmapped program (e.g. 0,1,2,3); replaces --seed."""
-    num_seeds: int = 1
-    """Train seeds --seed, --seed + 1, ..., --seed + N - 1 together in one vmapped program."""
-    run_name: str = ""
-    """Directory name under --out-dir; empty means '<method>-seed<seed>' ('<method>-seeds0-1-2' for several)."""
-    out_dir: str = "runs"
-    """Where run directories (logs, config, checkpoints) are created."""
-    num_updates: int = 30_000
-    """Gradient updates to train for (learning-rate annealing counts these)."""
-    log_every: int = 10
-    """Updates per compiled chunk; one log row (JSONL and CSV) per chunk."""
-    eval_every: int = 100
-    """Evaluate on the --eval-suite mazes every this many updates (a multiple of --log-every; 0 = never)."""
-    checkpoint_every: int = 1000
-    """Save the whole run state every this many updates (a multiple of --log-every; 0 = only at the end)."""
-    keep_checkpoints: int = 3
-    """How many of the most recent checkpoints to keep."""
-    resume: bool = False
-    """Continue the run in <out-dir>/<run-name> from its latest checkpoint (its saved config is used)."""
-    overwrite: bool = False
-    """Delete an existing run directory of the same name instead of refusing to start."""
-    progress: bool = True
-    """Show a progress bar (updates, env steps, steps per second, ETA)."""
-    wandb: bool = False
-    """Also log to Weights & Biases (offline unless logged in; never logs environment variables)."""
-    wandb_project: str = "minimax"
-    """W&B project name (only with --wandb)."""
-
-    # ---------------------------------------------------------------- scale
-    devices: int = 0
-    """Devices to shard the env batch over with shard_map (0 = every device: all local devices of every host)."""
-    global_buffer: bool = False
-    """PLR family on several devices: one level buffer shared by all devices, instead of one of capacity K/D each."""
-    coordinator_address: str = ""
-    """Multi-host: host:port of process 0 (or JAX_COORDINATOR_ADDRESS); empty = single host unless set there."""
-    num_processes: int = 0
-    """Multi-host: number of processes (or JAX_NUM_PROCESSES); 0 = from the environment."""
-    process_id: int = -1
-    """Multi-host: this process's index (or JAX_PROCESS_ID); -1 = from the environment."""
-
-    # ---------------------------------------------------------------- environment
     maze_height: int = 13
     """Maze interior height in cells."""
     maze_width: int = 13
@@ -101,8 +60,31 @@ class TrainConfig:
     """Side of the egocentric view (odd)."""
     normalize_obs: bool = True
     """Divide observation images by 10."""
+    mutator: Literal[tuple(MUTATORS)] = "minimax"
+    """ACCEL edit: minimax (nothing / flip a wall / move the goal) or four_edit (add, remove wall, move agent, goal)."""
 
-    # ---------------------------------------------------------------- model
+    def __post_init__(self):
+        check(self, self._rules)
+
+    def _rules(self, c):
+        c.positive("maze_height", "maze_width", "max_episode_steps")
+        c.non_negative("n_walls")
+        if c.problems:
+            return
+        h, w = self.maze_height, self.maze_width
+        if h * w < 2:
+            c.add(f"a {h}x{w} maze (--maze-height x --maze-width) has no room for agent and goal")
+        elif self.n_walls > h * w - 2:
+            c.add(f"--n-walls must be <= {h * w - 2} for a {h}x{w} maze, got {self.n_walls}")
+        v = self.agent_view_size
+        if not isinstance(v, int) or v < 3 or v % 2 == 0:
+            c.add(f"--agent-view-size must be an odd int >= 3, got {v!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """The student network (`minimax.models.MazeActorCritic`)."""
+
     recurrent_cell: Literal["lstm", "gru"] = "lstm"
     """Recurrent core of the student network."""
     recurrent_size: int = 256
@@ -114,37 +96,16 @@ class TrainConfig:
     head_hidden: int = 32
     """Hidden units of the policy and value heads."""
 
-    # ---------------------------------------------------------------- PPO
-    num_envs: int = 32
-    """Parallel environments per rollout."""
-    num_steps: int = 256
-    """Steps per rollout (per env)."""
-    lr: float = 1e-4
-    """Adam learning rate."""
-    anneal_lr: bool = False
-    """Anneal the learning rate linearly to 0 over all gradient steps."""
-    adam_eps: float = 1e-5
-    """Adam epsilon."""
-    max_grad_norm: float = 0.5
-    """Clip gradients to this global norm."""
-    gamma: float = 0.995
-    """Discount factor."""
-    gae_lambda: float = 0.98
-    """GAE lambda."""
-    n_epochs: int = 5
-    """PPO epochs per update."""
-    n_minibatches: int = 1
-    """Minibatches per epoch, split along the env axis (must divide --num-envs)."""
-    clip_eps: float = 0.2
-    """PPO ratio clip (also the value clip when --clip-value)."""
-    clip_value: bool = True
-    """Clip the value loss around the rollout's values."""
-    entropy_coef: float = 1e-3
-    """Entropy bonus coefficient."""
-    value_coef: float = 0.5
-    """Value loss coefficient."""
+    def __post_init__(self):
+        check(self, lambda c: c.positive("recurrent_size", "conv_filters", "dir_embed_size", "head_hidden"))
 
-    # ---------------------------------------------------------------- evaluation
+
+@dataclasses.dataclass(frozen=True)
+class EvalConfig:
+    """Periodic evaluation on held-out mazes during training."""
+
+    eval_every: int = 100
+    """Evaluate on the --eval-suite mazes every this many updates (a multiple of --log-every; 0 = never)."""
     eval_suite: str = "validation"
     """Mazes for periodic evaluation: a suite name (validation, dcd12) or comma-separated maze names."""
     eval_episodes: int = 10
@@ -152,56 +113,99 @@ class TrainConfig:
     eval_greedy: bool = False
     """Evaluate with the most likely action instead of sampling."""
 
-    # ---------------------------------------------------------------- PLR family
-    replay_prob: float = 0.5
-    """Probability of a replay update once the buffer is full enough (plr, robust_plr, accel; parallel
-    methods replay on every step once the buffer is ready, as the reference, and do not use it)."""
-    buffer_size: int = 4000
-    """Level buffer capacity (PLR family)."""
-    staleness_coef: float = 0.3
-    """Weight rho of the staleness distribution in the replay distribution."""
-    temperature: float = 0.3
-    """Temperature beta of the score transform."""
-    score_function: Literal["maxmc", "pvl", "l1_value_loss", "gae", "policy_entropy", "least_confidence",
-                            "min_margin", "one_step_td", "learnability"] = "maxmc"
-    """Level score (PLR family): see minimax/curricula/scores.py."""
-    score_transform: Literal["rank", "power", "softmax", "eps_greedy", "top_k"] = "rank"
-    """Score-to-weight transform of the replay distribution (PLR family)."""
-    score_alpha: float = 1.0
-    """Score update on replay: new = (1 - alpha) * old + alpha * observed (1 replaces)."""
-    staleness_transform: Literal["power", "rank", "softmax"] = "power"
-    """Staleness-to-weight transform (power with temperature 1 is PLR eq. 3)."""
-    staleness_temperature: float = 1.0
-    """Temperature of the staleness transform."""
-    greedy_eps: float = 0.05
-    """Exploration mass of --score-transform eps_greedy."""
-    top_k: int = 32
-    """Levels sampled uniformly by --score-transform top_k."""
-    min_fill_ratio: float = 0.5
-    """Replay only once this fraction of the buffer is filled."""
-    unique_levels: bool = True
-    """Keep only distinct levels in the buffer (a duplicate updates the stored entry)."""
+    def __post_init__(self):
+        check(self, self._rules)
+
+    def _rules(self, c):
+        c.non_negative("eval_every")
+        c.positive("eval_episodes")
+        if not self.eval_suite.strip():
+            c.add("--eval-suite must name a suite or mazes")
+            return
+        from minimax.envs.maze.ood import get_maze, suite_maze_names  # noqa: PLC0415 (cheap, no jax work)
+
+        for name in suite_maze_names(self.eval_suite):
+            try:
+                get_maze(name)
+            except ValueError:
+                c.add(f"--eval-suite: unknown maze {name!r}")
+
+
+def _group(cls):
+    return dataclasses.field(default_factory=cls)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Train a student on AMaze with an autocurriculum (domain randomisation, PLR, ACCEL)."""
+
+    # ---------------------------------------------------------------- run
+    preset: PresetName = "dr"
+    """Start from this method's published configuration; other options override single values."""
+    method: Method = "dr"
+    """Autocurriculum: dr (domain randomisation), plr, robust_plr, parallel_plr, accel, parallel_accel."""
+    seed: int = 0
+    """Random seed: the same seed and config give the same run, number for number (on one backend)."""
+    seeds: str = ""
+    """Comma-separated seeds trained together in one vmapped program (e.g. 0,1,2,3); replaces --seed."""
+    num_seeds: int = 1
+    """Train seeds --seed, --seed + 1, ..., --seed + N - 1 together in one vmapped program."""
+    run_name: str = ""
+    """Directory name under --out-dir; empty means '<method>-seed<seed>' ('<method>-seeds0-1-2' for several)."""
+    out_dir: str = "runs"
+    """Where run directories (logs, config, checkpoints) are created."""
+    num_updates: int = 30_000
+    """Gradient updates to train for (learning-rate annealing counts these)."""
+    num_envs: int = 32
+    """Parallel environments per rollout."""
+    num_steps: int = 256
+    """Steps per rollout (per env)."""
+    log_every: int = 10
+    """Updates per compiled chunk; one log row (JSONL and CSV) per chunk."""
+    checkpoint_every: int = 1000
+    """Save the whole run state every this many updates (a multiple of --log-every; 0 = only at the end)."""
+    keep_checkpoints: int = 3
+    """How many of the most recent checkpoints to keep."""
+    resume: bool = False
+    """Continue the run in <out-dir>/<run-name> from its latest checkpoint (its saved config is used)."""
+    overwrite: bool = False
+    """Delete an existing run directory of the same name instead of refusing to start."""
+    progress: bool = True
+    """Show a progress bar (updates, env steps, steps per second, ETA)."""
+    wandb: bool = False
+    """Also log to Weights & Biases (offline unless logged in; never logs environment variables)."""
+    wandb_project: str = "minimax"
+    """W&B project name (only with --wandb)."""
     buffer_png: int = 0
     """Save a PNG of the N highest-weighted buffer levels at every log step in <run>/buffer/ (PLR family; 0 = off)."""
-    replay_with_replacement: bool = True
-    """Sample the replay batch with replacement (else distinct levels, Gumbel top-k)."""
-    train_levels: int = 0
-    """> 0: train on this many fixed level seeds (the PLR paper's finite training set); 0 = unlimited."""
-    replay_schedule: Literal["fixed", "proportionate"] = "fixed"
-    """With --train-levels: replay with --replay-prob (fixed) or with the fraction of seeds seen."""
-    mutator: Literal["minimax", "four_edit"] = "minimax"
-    """ACCEL edit: minimax (nothing / flip a wall / move the goal) or four_edit (add, remove wall, move agent, goal)."""
-    n_mutations: int = 20
-    """Edits per mutation (ACCEL)."""
-    mutation_criterion: Literal["batch", "easy", "hard"] = "batch"
-    """ACCEL parents: batch (every replayed level, one child each), easy / hard (the q lowest / highest scores, tiled)."""
-    mutation_subsample: int = 4
-    """ACCEL: q, the replayed levels mutated by --mutation-criterion easy or hard (unused by batch)."""
+
+    # ---------------------------------------------------------------- scale
+    devices: int = 0
+    """Devices to shard the env batch over with shard_map (0 = every device: all local devices of every host)."""
+    global_buffer: bool = False
+    """PLR family on several devices: one level buffer shared by all devices, instead of one of capacity K/D each."""
+    coordinator_address: str = ""
+    """Multi-host: host:port of process 0 (or JAX_COORDINATOR_ADDRESS); empty = single host unless set there."""
+    num_processes: int = 0
+    """Multi-host: number of processes (or JAX_NUM_PROCESSES); 0 = from the environment."""
+    process_id: int = -1
+    """Multi-host: this process's index (or JAX_PROCESS_ID); -1 = from the environment."""
+
+    env: EnvConfig = _group(EnvConfig)
+    """The environment: maze size, step budget, observations, level generator and mutator."""
+    model: ModelConfig = _group(ModelConfig)
+    """The student network."""
+    ppo: PPOConfig = _group(PPOConfig)
+    """PPO (minimax.agents.ppo.PPOConfig)."""
+    eval: EvalConfig = _group(EvalConfig)
+    """Periodic evaluation on held-out mazes."""
+    buffer: BufferConfig = _group(BufferConfig)
+    """The PLR family's level buffer (minimax.curricula.level_buffer.BufferConfig)."""
+    curriculum: CurriculumConfig = _group(CurriculumConfig)
+    """How the PLR family uses its buffer (minimax.runners.plr_family.CurriculumConfig)."""
 
     def __post_init__(self):
-        problems = list(_problems(self))
-        if problems:
-            raise ConfigError("; ".join(problems))
+        raise_problems(_problems(self))
 
     # ---------------------------------------------------------------- derived
     @property
@@ -224,22 +228,68 @@ class TrainConfig:
     def run_dir(self) -> Path:
         return Path(self.out_dir) / self.name
 
+    # ---------------------------------------------------------------- options by flat name
+    def options(self) -> dict:
+        """`{option: value}` by flat option name (the flag without dashes), groups included."""
+        out = {}
+        for name, (group, field) in OPTIONS.items():
+            out[name] = getattr(getattr(self, group), field) if group else getattr(self, field)
+        return out
+
+    def replace(self, **options) -> "TrainConfig":
+        """This config with options changed, given by flat option name (`lr=1e-3, buffer_size=100`)."""
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise ConfigError(f"unknown config option(s) {', '.join(unknown)}")
+        top = {}
+        groups: dict[str, dict] = {}
+        for name, value in options.items():
+            group, field = OPTIONS[name]
+            if group:
+                groups.setdefault(group, {})[field] = value
+            else:
+                top[field] = value
+        parts = {g: dataclasses.replace(getattr(self, g), **values) for g, values in groups.items()}
+        return dataclasses.replace(self, **top, **parts)
+
+    @classmethod
+    def from_options(cls, **options) -> "TrainConfig":
+        """A config from defaults and options given by flat name (`TrainConfig.from_options(lr=1e-3)`)."""
+        return cls().replace(**options)
+
+    @staticmethod
+    def option_types() -> dict:
+        """`{option: type}` by flat option name (Literal types list the allowed values)."""
+        return dict(OPTION_TYPES)
+
+    # ---------------------------------------------------------------- files
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The nested tree of options (derived fields, like the annealing horizon, left out)."""
+        out = dataclasses.asdict(self)
+        for group, cls in GROUPS.items():
+            names = flag_names(cls)
+            out[group] = {k: v for k, v in out[group].items() if names[k] in OPTIONS}
+        return out
 
     @classmethod
     def from_dict(cls, values: dict) -> "TrainConfig":
-        known = {f.name for f in dataclasses.fields(cls)}
+        """From `to_dict()`'s nested form, or the flat form of configs saved before the groups."""
         values = dict(values)
-        if "mutation_criterion" not in values:
+        flat = {k: v for k, v in values.items() if k not in GROUPS}
+        for group in GROUPS:
+            nested = values.get(group)
+            if isinstance(nested, dict):
+                names = flag_names(GROUPS[group])
+                unknown = sorted(set(nested) - set(names))
+                if unknown:
+                    raise ConfigError(f"unknown config option(s) {', '.join(f'{group}.{k}' for k in unknown)}")
+                flat.update({names[k]: v for k, v in nested.items() if names[k] in OPTIONS})
+        if "mutation_criterion" not in flat:
             # Configs saved before the criterion existed: q > 0 mutated the q best-scored replays.
-            q = values.get("mutation_subsample", 0)
-            values["mutation_criterion"] = "hard" if q else "batch"
-            values["mutation_subsample"] = q or 4
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(f"unknown config option(s) {', '.join(unknown)}")
-        return cls(**values)
+            q = flat.get("mutation_subsample", 0)
+            flat["mutation_criterion"] = "hard" if q else "batch"
+            flat["mutation_subsample"] = q or 4
+        return cls.from_options(**flat)
 
     def save(self, path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
@@ -253,19 +303,56 @@ class TrainConfig:
         return cls.from_dict(values)
 
 
+GROUPS: dict[str, type] = {"env": EnvConfig, "model": ModelConfig, "ppo": PPOConfig, "eval": EvalConfig, "buffer": BufferConfig,
+          "curriculum": CurriculumConfig}
+
+
+def _option_table():
+    paths, types = {}, {}
+    hints = typing.get_type_hints(TrainConfig, include_extras=True)
+    for f in dataclasses.fields(TrainConfig):
+        if f.name in GROUPS:
+            cls = GROUPS[f.name]
+            group_hints = typing.get_type_hints(cls, include_extras=True)
+            for field, name in flag_names(cls).items():
+                if _suppressed(group_hints[field]):
+                    continue
+                paths[name] = (f.name, field)
+                types[name] = _strip(group_hints[field])
+        else:
+            paths[f.name] = (None, f.name)
+            types[f.name] = _strip(hints[f.name])
+    return paths, types
+
+
+def _suppressed(tp) -> bool:
+    return any(m is tyro.conf.Suppress or getattr(m, "__name__", "") == "Suppress"
+               for m in getattr(tp, "__metadata__", ()))
+
+
+def _strip(tp):
+    while typing.get_origin(tp) is typing.Annotated:
+        tp = typing.get_args(tp)[0]
+    return tp
+
+
+OPTIONS, OPTION_TYPES = _option_table()
+"""Every option by flat name: `(group or None, field)`, and its type."""
+
+
+def flat_config(values: dict) -> dict:
+    """A saved `config.json` (nested, or flat from before the groups) as `{option: value}`; for tools
+    that read run directories without building configs (plots)."""
+    flat = {k: v for k, v in values.items() if not (k in GROUPS and isinstance(v, dict))}
+    for group, cls in GROUPS.items():
+        if isinstance(values.get(group), dict):
+            names = flag_names(cls)
+            flat.update({names.get(k, k): v for k, v in values[group].items()})
+    return flat
+
+
 def _problems(c: TrainConfig):
-    """Every invalid value, as a message naming its flag."""
-    def positive(*names):
-        for n in names:
-            v = getattr(c, n)
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0 or v != v:
-                yield f"{flag(n)} must be > 0, got {v!r}"
-
-    def in_unit(n):
-        v = getattr(c, n)
-        if not 0 <= v <= 1:
-            yield f"{flag(n)} must be in [0, 1], got {v!r}"
-
+    """Every invalid value the groups cannot see alone, as a message naming its flag."""
     if c.seeds.strip():
         try:
             seeds = [int(v) for v in c.seeds.split(",") if v.strip()]
@@ -276,92 +363,55 @@ def _problems(c: TrainConfig):
                 yield f"--seeds lists a seed twice: {c.seeds!r}"
             if c.num_seeds != 1:
                 yield f"give --seeds or --num-seeds, not both (got --seeds {c.seeds!r} --num-seeds {c.num_seeds})"
-    if not (isinstance(c.num_seeds, int) and c.num_seeds >= 1):
-        yield f"--num-seeds must be an int >= 1, got {c.num_seeds!r}"
-    if not (isinstance(c.devices, int) and c.devices >= 0):
-        yield f"--devices must be an int >= 0 (0 = all devices), got {c.devices!r}"
-    if not (isinstance(c.buffer_png, int) and c.buffer_png >= 0):
-        yield f"--buffer-png must be an int >= 0, got {c.buffer_png!r}"
-    if c.num_processes < 0:
-        yield f"--num-processes must be >= 0, got {c.num_processes}"
+    for name, low in (("num_seeds", 1), ("devices", 0), ("buffer_png", 0), ("num_processes", 0)):
+        v = getattr(c, name)
+        if not (isinstance(v, int) and not isinstance(v, bool) and v >= low):
+            yield f"{flag(name)} must be an int >= {low}, got {v!r}"
     if c.method not in METHODS:
         yield f"--method must be one of {', '.join(METHODS)}, got {c.method!r}"
-    if c.score_function not in SCORE_FUNCTIONS:
-        yield f"--score-function must be one of {', '.join(SCORE_FUNCTIONS)}, got {c.score_function!r}"
-    if c.score_transform not in SCORE_TRANSFORMS:
-        yield f"--score-transform must be one of {', '.join(SCORE_TRANSFORMS)}, got {c.score_transform!r}"
-    for n, options in (("staleness_transform", STALENESS_TRANSFORMS), ("replay_schedule", REPLAY_SCHEDULES),
-                       ("mutator", MUTATORS), ("mutation_criterion", MUTATION_CRITERIA)):
-        if getattr(c, n) not in options:
-            yield f"{flag(n)} must be one of {', '.join(options)}, got {getattr(c, n)!r}"
-    if c.recurrent_cell not in ("lstm", "gru"):
-        yield f"--recurrent-cell must be lstm or gru, got {c.recurrent_cell!r}"
-    if c.n_actions not in (3, 7):
-        yield f"--n-actions must be 3 or 7, got {c.n_actions!r}"
-    yield from positive("num_updates", "log_every", "keep_checkpoints", "maze_height", "maze_width",
-                        "max_episode_steps", "recurrent_size", "conv_filters", "dir_embed_size",
-                        "head_hidden", "num_envs", "num_steps", "lr", "adam_eps", "max_grad_norm",
-                        "n_epochs", "n_minibatches", "eval_episodes", "buffer_size", "temperature")
-    for n in ("eval_every", "checkpoint_every", "n_walls", "entropy_coef", "value_coef", "clip_eps",
-              "n_mutations"):
-        if not getattr(c, n) >= 0:  # NaN fails this too
-            yield f"{flag(n)} must be >= 0, got {getattr(c, n)!r}"
-    for n in ("gamma", "gae_lambda", "replay_prob", "staleness_coef", "min_fill_ratio"):
-        yield from in_unit(n)
-    if c.maze_height * c.maze_width < 2:
-        yield f"a {c.maze_height}x{c.maze_width} maze (--maze-height x --maze-width) has no room for agent and goal"
-    elif c.n_walls > c.maze_height * c.maze_width - 2:
-        yield (f"--n-walls must be <= {c.maze_height * c.maze_width - 2} for a {c.maze_height}x{c.maze_width} "
-               f"maze, got {c.n_walls}")
-    v = c.agent_view_size
-    if not isinstance(v, int) or v < 3 or v % 2 == 0:
-        yield f"--agent-view-size must be an odd int >= 3, got {v!r}"
-    if c.num_envs > 0 and c.n_minibatches > 0 and c.num_envs % c.n_minibatches:
-        yield f"--n-minibatches ({c.n_minibatches}) must divide --num-envs ({c.num_envs})"
+    for name in ("num_updates", "log_every", "keep_checkpoints", "num_envs", "num_steps"):
+        v = getattr(c, name)
+        if not (isinstance(v, int) and not isinstance(v, bool) and v > 0):
+            yield f"{flag(name)} must be > 0, got {v!r}"
+    if not c.checkpoint_every >= 0:
+        yield f"--checkpoint-every must be >= 0, got {c.checkpoint_every!r}"
+    if not c.ppo.lr > 0:  # PPOConfig allows 0 (a frozen policy); a training run does not
+        yield f"--lr must be > 0, got {c.ppo.lr!r}"
+    if c.num_envs > 0 and c.ppo.n_minibatches > 0 and c.num_envs % c.ppo.n_minibatches:
+        yield f"--n-minibatches ({c.ppo.n_minibatches}) must divide --num-envs ({c.num_envs})"
     if c.log_every > 0:
-        for n in ("eval_every", "checkpoint_every"):
-            if getattr(c, n) > 0 and getattr(c, n) % c.log_every:
-                yield f"{flag(n)} ({getattr(c, n)}) must be a multiple of --log-every ({c.log_every})"
+        for name, value in (("eval_every", c.eval.eval_every), ("checkpoint_every", c.checkpoint_every)):
+            if value > 0 and value % c.log_every:
+                yield f"{flag(name)} ({value}) must be a multiple of --log-every ({c.log_every})"
     if c.run_name and (Path(c.run_name).name != c.run_name or c.run_name in (".", "..")):
         yield f"--run-name must be a plain directory name, got {c.run_name!r}"
-    if c.method in PLR_METHODS and c.buffer_size < 2:
-        yield f"--buffer-size must be >= 2 for {c.method}, got {c.buffer_size}"
-    if c.method in MUTATION_METHODS and c.n_mutations < 1:
-        yield f"--n-mutations must be >= 1 for {c.method}, got {c.n_mutations}"
-    for n in ("train_levels", "mutation_subsample"):
-        if not (isinstance(getattr(c, n), int) and getattr(c, n) >= 0):
-            yield f"{flag(n)} must be an int >= 0, got {getattr(c, n)!r}"
-    yield from positive("staleness_temperature", "top_k")
-    yield from in_unit("greedy_eps")
-    if not 0 < c.score_alpha <= 1:
-        yield f"--score-alpha must be in (0, 1], got {c.score_alpha!r}"
     if c.method in PLR_METHODS:
-        ready_at = math.ceil(c.min_fill_ratio * c.buffer_size)
-        if c.method in ("robust_plr", "accel") and c.replay_prob <= 0 and not c.train_levels:
-            yield f"--replay-prob must be > 0 for {c.method} (it trains only on replays), got {c.replay_prob}"
-        if c.train_levels and c.buffer_size < c.train_levels:
-            yield (f"--train-levels ({c.train_levels}) needs --buffer-size >= {c.train_levels} (got {c.buffer_size}): "
-                   f"the buffer must hold every training level, so none is evicted and lost for good")
-        elif c.train_levels and ready_at > c.train_levels:
-            yield (f"--train-levels ({c.train_levels}) cannot fill --min-fill-ratio x --buffer-size "
-                   f"({c.min_fill_ratio} x {c.buffer_size}) levels: replay would never start")
-        if not c.replay_with_replacement and max(ready_at, 1) < c.num_envs:
-            yield (f"--no-replay-with-replacement needs --min-fill-ratio x --buffer-size >= --num-envs "
-                   f"({c.min_fill_ratio} x {c.buffer_size} < {c.num_envs}): not enough distinct levels to sample")
-    if (c.method in MUTATION_METHODS and c.mutation_criterion != "batch"
-            and not 1 <= c.mutation_subsample <= c.num_envs):
-        yield (f"--mutation-subsample must be in [1, --num-envs ({c.num_envs})] for --mutation-criterion "
-               f"{c.mutation_criterion}, got {c.mutation_subsample}")
-    if not c.eval_suite.strip():
-        yield "--eval-suite must name a suite or mazes"
-    else:
-        from minimax.envs.maze.ood import get_maze, suite_maze_names  # noqa: PLC0415 (cheap, no jax work)
+        yield from _curriculum_problems(c)
 
-        for name in suite_maze_names(c.eval_suite):
-            try:
-                get_maze(name)
-            except ValueError:
-                yield f"--eval-suite: unknown maze {name!r}"
+
+def _curriculum_problems(c: TrainConfig):
+    """The PLR family's options against each other and the batch (only for those methods)."""
+    cur, size = c.curriculum, c.buffer.capacity
+    if size < 2:
+        yield f"--buffer-size must be >= 2 for {c.method}, got {size}"
+    if c.method in MUTATION_METHODS and cur.n_mutations < 1:
+        yield f"--n-mutations must be >= 1 for {c.method}, got {cur.n_mutations}"
+    ready_at = math.ceil(cur.min_fill_ratio * size)
+    if c.method in ("robust_plr", "accel") and cur.replay_prob <= 0 and not cur.train_levels:
+        yield f"--replay-prob must be > 0 for {c.method} (it trains only on replays), got {cur.replay_prob}"
+    if cur.train_levels and size < cur.train_levels:
+        yield (f"--train-levels ({cur.train_levels}) needs --buffer-size >= {cur.train_levels} (got {size}): "
+               f"the buffer must hold every training level, so none is evicted and lost for good")
+    elif cur.train_levels and ready_at > cur.train_levels:
+        yield (f"--train-levels ({cur.train_levels}) cannot fill --min-fill-ratio x --buffer-size "
+               f"({cur.min_fill_ratio} x {size}) levels: replay would never start")
+    if not cur.replay_with_replacement and max(ready_at, 1) < c.num_envs:
+        yield (f"--no-replay-with-replacement needs --min-fill-ratio x --buffer-size >= --num-envs "
+               f"({cur.min_fill_ratio} x {size} < {c.num_envs}): not enough distinct levels to sample")
+    if (c.method in MUTATION_METHODS and cur.mutation_criterion != "batch"
+            and not 1 <= cur.mutation_subsample <= c.num_envs):
+        yield (f"--mutation-subsample must be in [1, --num-envs ({c.num_envs})] for --mutation-criterion "
+               f"{cur.mutation_criterion}, got {cur.mutation_subsample}")
 
 
 # --------------------------------------------------------------------------- presets
@@ -392,7 +442,7 @@ def _preset(name: str) -> TrainConfig:
         values.update(_PLR, replay_prob=p, temperature=beta)
     if mutations:
         values.update(_ACCEL, n_mutations=mutations)
-    return TrainConfig(**values)
+    return TrainConfig.from_options(**values)
 
 
 PRESETS: dict[str, TrainConfig] = {name: _preset(name) for name in TABLE_5}

@@ -113,7 +113,7 @@ class PolicyEvaluator:
         return self._runners[key]
 
     def generator(self, cfg: TrainConfig):
-        key = (cfg.maze_height, cfg.maze_width, cfg.n_walls)
+        key = (cfg.env.maze_height, cfg.env.maze_width, cfg.env.n_walls)
         return self._generators.setdefault(key, level_generator(cfg))  # one object: its program is reused
 
     def __call__(self, policy: Policy, mazes, out_dir: Path) -> dict:
@@ -139,7 +139,7 @@ class PolicyEvaluator:
                 n = int(trace["length"]) + 1
                 tile = max(2, min(16, 480 // (max(maze.height, maze.width) + 2)))
                 frames = episode_frames(level, trace["agent_pos"][:n], trace["agent_dir"][:n], tile_size=tile,
-                                        agent_view_size=policy.cfg.agent_view_size)
+                                        agent_view_size=policy.cfg.env.agent_view_size)
                 save_gif(frames, out_dir / "gifs" / f"{policy.run}-seed{policy.seed}" / f"{maze.name}.gif")
         return result
 

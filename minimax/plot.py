@@ -117,6 +117,9 @@ def load_run(run_dir) -> Run:
             raise PlotError(f"{path / 'config.json'} is not valid JSON ({e.msg})") from None
         if not isinstance(config, dict):
             raise PlotError(f"{path / 'config.json'} is not a JSON object")
+        from minimax.config import flat_config  # noqa: PLC0415
+
+        config = flat_config(config)  # option by flat name, whether saved nested or (older runs) flat
     default_seed = config.get("seed", 0)
     seeds: dict[int, list[dict]] = {}
     for row in _read_jsonl(metrics):

@@ -34,7 +34,7 @@ import numpy as np
 import tyro
 
 from minimax.checkpoint import CheckpointError
-from minimax.config import PRESETS, ConfigError, TrainConfig, flag
+from minimax.config import PRESETS, ConfigError, TrainConfig, flag, flat_config
 
 REPORT_UPDATES = 30_000
 EXIT_RERUN = 3  # stopped at --time-limit: rerun the same command to continue
@@ -140,7 +140,7 @@ def _convert(key: str, text: str, kind):
 
 def parse_overrides(items) -> dict:
     """`("recurrent_size=16", ...)` -> `{"recurrent_size": 16}`, typed like TrainConfig's fields."""
-    kinds = typing.get_type_hints(TrainConfig)
+    kinds = TrainConfig.option_types()
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -159,7 +159,7 @@ def parse_overrides(items) -> dict:
 def method_config(method: str, rc: ReproduceConfig, overrides: dict) -> TrainConfig:
     """The TrainConfig of one method: its preset, this command's size and the --set overrides."""
     try:
-        return dataclasses.replace(PRESETS[method], **overrides, seed=0, seeds="", num_seeds=rc.seeds,
+        return PRESETS[method].replace(**overrides, seed=0, seeds="", num_seeds=rc.seeds,
                                    num_updates=rc.updates, out_dir=str(Path(rc.out_dir) / "runs"),
                                    run_name=method, log_every=rc.log_every, checkpoint_every=rc.checkpoint_every,
                                    progress=rc.progress, resume=False, overwrite=False)
@@ -286,13 +286,13 @@ class Reproduction:
         from minimax.train import RESUME_OVERRIDABLE  # noqa: PLC0415
 
         ignore = set(RESUME_OVERRIDABLE) | ({"devices"} if cfg.devices == 0 else set())
-        changed = [f.name for f in dataclasses.fields(cfg)
-                   if f.name not in ignore and getattr(cfg, f.name) != getattr(saved, f.name)]
+        now, kept = cfg.options(), saved.options()
+        changed = [n for n in now if n not in ignore and now[n] != kept[n]]
         if changed:
             option = lambda n: RESERVED.get(n) or f"--set {n}"  # noqa: E731  (this command's flags)
             raise ReproduceError(
                 f"{cfg.run_dir} holds a {method} run with other settings ("
-                + ", ".join(f"{option(n)}: saved {getattr(saved, n)!r}, now {getattr(cfg, n)!r}" for n in changed)
+                + ", ".join(f"{option(n)}: saved {kept[n]!r}, now {now[n]!r}" for n in changed)
                 + "); give the options it was started with, another --out-dir, or delete that directory")
 
     def train_method(self, method: str) -> None:
@@ -310,10 +310,10 @@ class Reproduction:
         if done:
             saved = TrainConfig.load(cfg.run_dir / "config.json")
             self.compatible(method, cfg, saved)
-            cfg = dataclasses.replace(cfg, resume=True, devices=saved.devices)
+            cfg = cfg.replace(resume=True, devices=saved.devices)
             entry = self.state.method(method)
         else:  # nothing saved yet (or a run killed before its first checkpoint): start afresh
-            cfg = dataclasses.replace(cfg, overwrite=True)
+            cfg = cfg.replace(overwrite=True)
             entry = self.state.reset(method)
         entry["train_sessions"] += 1
         _note_hardware(entry, "train", self.hardware())
@@ -440,7 +440,7 @@ def collect(rep: Reproduction) -> dict:
                "hardware": entry.get("hardware", []),
                "report": {"solved_rate_mean": REPORT[method]["solved_rate"], "solved_rate_std": REPORT[method]["std"],
                           "runs": REPORT_RUNS, "wall_hours": REPORT[method]["wall_hours"]},
-               "config": json.loads(saved.read_text()) if saved.exists() else cfg.to_dict()}
+               "config": flat_config(json.loads(saved.read_text())) if saved.exists() else cfg.options()}
         if status == "done":
             runs = [ev["runs"][str(s)] for s in cfg.seed_list]
             out["per_seed"] = {name: {k: [r["mazes"][name][k] for r in runs] for k in METRICS} for name in names}

@@ -13,7 +13,6 @@ as an uninterrupted one and (on CPU) reports the same numbers.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import shutil
 import sys
 import time
@@ -24,7 +23,7 @@ import numpy as np
 import tyro
 
 from minimax.checkpoint import Checkpointer, CheckpointError
-from minimax.build import buffer_config, build_runner, device_layout, make_evaluator
+from minimax.build import build_runner, device_layout, make_evaluator
 from minimax.config import PRESETS, ConfigError, TrainConfig, flag
 from minimax.metrics import log_columns, mean_row, summarize
 from minimax.run_logs import RunLogger
@@ -101,7 +100,7 @@ def save_buffer_pictures(buffer, cfg: TrainConfig, layout: DeviceLayout, out_dir
         return
     for i, seed in enumerate(layout.seeds):
         mine = jax.tree.map(lambda x, i=i: x[i], host) if layout.multi_seed else host
-        image = buffer_picture(mine, buffer_config(cfg), cfg.buffer_png)
+        image = buffer_picture(mine, cfg.buffer, cfg.buffer_png)
         if image is not None:
             suffix = f"-seed{seed}" if layout.multi_seed else ""
             save_png(image, out_dir / f"update{update:07d}{suffix}.png")
@@ -114,12 +113,12 @@ def train(cfg: TrainConfig, on_checkpoint=None) -> dict:
     initialize_distributed(cfg.coordinator_address, cfg.num_processes, cfg.process_id)
     layout = device_layout(cfg)
     if not cfg.resume:
-        cfg = dataclasses.replace(cfg, devices=layout.devices)  # the config records the devices used
+        cfg = cfg.replace(devices=layout.devices)  # the config records the devices used
     runner = build_runner(cfg, layout.shard)  # first: a bad setup must not leave a run directory behind
     lead = jax.process_index() == 0  # only process 0 writes logs and the config
     run_dir = prepare_run_dir(cfg) if lead else cfg.run_dir
     _sync("run directory ready")
-    evaluator = make_evaluator(cfg) if cfg.eval_every and lead else None
+    evaluator = make_evaluator(cfg) if cfg.eval.eval_every and lead else None
     init_keys, eval_keys = seed_keys(layout)
     checkpoints = Checkpointer(run_dir / "checkpoints", keep=cfg.keep_checkpoints)
     init = jax.jit(distribute_init(runner, layout))
@@ -182,7 +181,7 @@ def train(cfg: TrainConfig, on_checkpoint=None) -> dict:
                      **{k: v for k, v in r.items() if k not in ("env_steps", "cycles")}}
                     for i, (s, r) in enumerate(zip(layout.seeds, rows))]
             final = update >= cfg.num_updates
-            if cfg.eval_every and (update % cfg.eval_every == 0 or final):
+            if cfg.eval.eval_every and (update % cfg.eval.eval_every == 0 or final):
                 params = seed_params(state.train_state.params, layout)  # every process takes part
                 if evaluator is not None:
                     for r, p, k in zip(rows, params, eval_keys):
@@ -250,22 +249,23 @@ def parse_config(argv: list[str] | None = None) -> TrainConfig:
     default = PRESETS[known.preset]
     saved = None
     if known.resume and "-h" not in argv and "--help" not in argv:
-        probe = dataclasses.replace(default, **{k: v for k, v in dict(
+        probe = default.replace(**{k: v for k, v in dict(
             run_name=known.run_name, out_dir=known.out_dir, method=known.method,
             seed=None if known.seed is None else int(known.seed)).items() if v is not None})
         path = probe.run_dir / "config.json"
         if not path.exists():
             raise RunError(f"--resume: no run to resume at {probe.run_dir} (no config.json)")
         saved = TrainConfig.load(path)
-        default = dataclasses.replace(saved, resume=True)
-    cfg = tyro.cli(TrainConfig, default=default, args=argv, prog="train.py",
+        default = saved.replace(resume=True)
+    # The groups' flags are flat (`--lr`, not `--ppo.lr`): OmitArgPrefixes.
+    cfg = tyro.cli(tyro.conf.OmitArgPrefixes[TrainConfig], default=default, args=argv, prog="train.py",
                    description=TrainConfig.__doc__ + " Presets: " + ", ".join(PRESETS) + " (--preset).")
     if saved is not None:
-        changed = [f.name for f in dataclasses.fields(cfg)
-                   if getattr(cfg, f.name) != getattr(saved, f.name) and f.name not in RESUME_OVERRIDABLE]
+        given, kept = cfg.options(), saved.options()
+        changed = [n for n in given if given[n] != kept[n] and n not in RESUME_OVERRIDABLE]
         if changed:
             raise ConfigError("--resume keeps the run's saved config; these options differ from it: " + ", ".join(
-                f"{flag(n)} (saved {getattr(saved, n)!r}, given {getattr(cfg, n)!r})" for n in changed))
+                f"{flag(n)} (saved {kept[n]!r}, given {given[n]!r})" for n in changed))
     return cfg
 
 

@@ -3,7 +3,6 @@
 (XLA fixes the device count when JAX starts, so these checks cannot run in the test process.)
 """
 
-import dataclasses
 import json
 import os
 import sys
@@ -47,21 +46,21 @@ def main(out_dir):
     out = {"devices": len(jax.devices())}
 
     # 1. One DR update at a fixed global batch: the same parameters on 1, 2 and 4 devices.
-    dr = TrainConfig(**TINY)
-    init_ref, ref, _ = one_update(dataclasses.replace(dr, devices=1))
+    dr = TrainConfig.from_options(**TINY)
+    init_ref, ref, _ = one_update(dr.replace(devices=1))
     out["dr_param_diff"], out["dr_loss"] = {}, {}
     for d in (1, 2, 4):
-        _, after, metrics = one_update(dataclasses.replace(dr, devices=d))
+        _, after, metrics = one_update(dr.replace(devices=d))
         out["dr_param_diff"][d] = max_param_diff(after.train_state.params, ref.train_state.params)
         out["dr_loss"][d] = float(metrics["policy_loss"][0])
     out["dr_param_change"] = max_param_diff(ref.train_state.params, init_ref.train_state.params)
 
     # 2. PLR with per-device buffers: each device's buffer holds only the new levels its own envs played.
     # Episodes of at most 8 steps, so every env completes one in the rollout and its level is scored.
-    plr = TrainConfig(**{**TINY, "max_episode_steps": 8}, method="plr", buffer_size=16, min_fill_ratio=0.5,
+    plr = TrainConfig.from_options(**{**TINY, "max_episode_steps": 8}, method="plr", buffer_size=16, min_fill_ratio=0.5,
                       devices=2)
     for global_buffer in (False, True):
-        cfg = dataclasses.replace(plr, global_buffer=global_buffer)
+        cfg = plr.replace(global_buffer=global_buffer)
         layout = device_layout(cfg)
         runner = build_runner(cfg, layout.shard)
         state, after, _ = one_update(cfg)
@@ -84,7 +83,7 @@ def main(out_dir):
     # steps: ACCEL runs robust PLR's search loop plus mutations, parallel ACCEL parallel PLR's layout.
     out["methods"] = {}
     for method in ("accel", "parallel_accel"):
-        cfg = dataclasses.replace(plr, method=method, replay_prob=0.5, n_mutations=2,
+        cfg = plr.replace(method=method, replay_prob=0.5, n_mutations=2,
                                   mutation_criterion="hard", mutation_subsample=2)
         _, after, metrics = one_update(cfg)
         out["methods"][method] = {"updates": int(after.updates), "env_steps": int(metrics["env_steps"][0]),
@@ -93,20 +92,20 @@ def main(out_dir):
                                   "finite": bool(np.isfinite(float(metrics["policy_loss"][0])))}
 
     # 3. Seeds x devices: 2 seeds on a (2 seed, 2 data) mesh against each seed alone on one device.
-    both = dataclasses.replace(TrainConfig(**TINY), seeds="0,1", devices=4)
+    both = TrainConfig.from_options(**TINY).replace(seeds="0,1", devices=4)
     layout = device_layout(both)
     out["mesh"] = [layout.seed_devices, layout.data_devices]
     _, after, metrics = one_update(both)
     out["seed_param_diff"], out["seed_loss_diff"] = [], []
     for i, seed in enumerate((0, 1)):
-        _, alone, m = one_update(dataclasses.replace(TrainConfig(**TINY), seed=seed, devices=1))
+        _, alone, m = one_update(TrainConfig.from_options(**TINY).replace(seed=seed, devices=1))
         mine = jax.tree.map(lambda x, i=i: x[i], after.train_state.params)
         out["seed_param_diff"].append(max_param_diff(mine, alone.train_state.params))
         out["seed_loss_diff"].append(abs(float(metrics["policy_loss"][i][0]) - float(m["policy_loss"][0])))
 
     # A 64-unit LSTM student initialises for several seeds (vmapped batched QRs, as in its
     # orthogonal initialisers, deadlock XLA:CPU from 64 units up).
-    big = dataclasses.replace(PRESETS["dr"], num_seeds=2, devices=1, recurrent_size=64, num_envs=8)
+    big = PRESETS["dr"].replace(num_seeds=2, devices=1, recurrent_size=64, num_envs=8)
     layout = device_layout(big)
     runner = build_runner(big, layout.shard)
     params = jax.jit(distribute_init(runner, layout))(seed_keys(layout)[0]).train_state.params
@@ -117,13 +116,13 @@ def main(out_dir):
     for name, overrides in (("batch", dict(num_envs=6, n_minibatches=1, devices=4)), ("too_many", dict(devices=8)),
                             ("buffer", dict(method="robust_plr", buffer_size=10, min_fill_ratio=0.5, devices=4))):
         try:
-            device_layout(TrainConfig(**{**TINY, **overrides}))
+            device_layout(TrainConfig.from_options(**{**TINY, **overrides}))
             out["errors"][name] = None
         except DeviceError as e:
             out["errors"][name] = str(e)
 
     # 5. A short sharded training run (4 devices), for the two-process comparison.
-    row = train(TrainConfig(**TINY, num_updates=2, log_every=1, eval_every=0, checkpoint_every=2, devices=4,
+    row = train(TrainConfig.from_options(**TINY, num_updates=2, log_every=1, eval_every=0, checkpoint_every=2, devices=4,
                             out_dir=out_dir, run_name="one-process"))
     out["train_row"] = {k: row[k] for k in ("update", "env_steps", "policy_loss", "value_loss")}
     print(json.dumps(out))

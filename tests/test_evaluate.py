@@ -142,7 +142,7 @@ def make_run(out_dir, name, seed, **overrides):
     """A run directory with a config and an initial checkpoint, as train.py would leave it."""
     from minimax.build import build_runner  # noqa: PLC0415
 
-    cfg = TrainConfig(**{**TINY, "out_dir": str(out_dir), "run_name": name, "seed": seed, **overrides})
+    cfg = TrainConfig.from_options(**{**TINY, "out_dir": str(out_dir), "run_name": name, "seed": seed, **overrides})
     cfg.run_dir.mkdir(parents=True)
     cfg.save(cfg.run_dir / "config.json")
     runner = build_runner(cfg)
@@ -162,7 +162,7 @@ def run_dirs(tmp_path_factory):
     for s in (0, 1):
         make_run(tmp, f"r{s}", s)
     (tmp / "empty").mkdir()
-    fresh = TrainConfig(**{**TINY, "out_dir": str(tmp), "run_name": "fresh"})
+    fresh = TrainConfig.from_options(**{**TINY, "out_dir": str(tmp), "run_name": "fresh"})
     fresh.run_dir.mkdir()
     fresh.save(fresh.run_dir / "config.json")
     (tmp / "bad.txt").write_text("A.X\n..G\n")

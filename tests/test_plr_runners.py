@@ -28,7 +28,7 @@ PER_CYCLE = {"plr": 1, "robust_plr": 1, "accel": 1, "parallel_plr": 2, "parallel
 
 
 def small(method, **overrides) -> TrainConfig:
-    return TrainConfig(**{**SMALL, "method": method, **overrides})
+    return TrainConfig.from_options(**{**SMALL, "method": method, **overrides})
 
 
 def host_levels(buffer, mask=None):
@@ -159,7 +159,7 @@ def test_parallel_accel_lays_out_new_replay_and_mutated_levels():
     for i in range(n):  # batch selection: env i's child comes from env i's replayed level
         edits = int((children.wall_map[i] != replayed.wall_map[i]).sum()) + int(
             np.any(children.goal_pos[i] != replayed.goal_pos[i]))
-        assert edits <= cfg.n_mutations
+        assert edits <= cfg.curriculum.n_mutations
         np.testing.assert_array_equal(children.agent_pos[i], replayed.agent_pos[i])
     # New levels are fresh draws, not buffer entries.
     stored = {tuple(h) for h in np.asarray(buffer.hashes)[np.asarray(buffer.filled)]}
@@ -230,9 +230,9 @@ def test_train_logs_buffer_and_level_statistics_and_checkpoints_the_buffer(tmp_p
     assert len(top_levels(split, runner.buffer_cfg, 100)[1]) == int(state.buffer.filled.sum())
 
     # Resume from update 2 reproduces the uninterrupted run.
-    again = dataclasses.replace(cfg, run_name="accel-resumed", num_updates=2)
+    again = cfg.replace(run_name="accel-resumed", num_updates=2)
     train(again)
-    train(dataclasses.replace(again, resume=True, num_updates=4))
+    train(again.replace(resume=True, num_updates=4))
     resumed = read_rows(again.run_dir)
     strip = lambda rs: [{k: v for k, v in r.items() if k not in ("time_s", "sps")} for r in rs]  # noqa: E731
     assert strip(resumed) == strip(rows)
@@ -275,11 +275,12 @@ def test_presets_are_the_reports_table_5():
     for col, name in enumerate(TABLE_5_COLUMNS):
         cfg = PRESETS[name]
         assert cfg.method == methods[name] and cfg.preset == name
+        options = cfg.options()
         for field, value in TABLE_5_SHARED.items():
-            assert getattr(cfg, field) == value, (name, field)
+            assert options[field] == value, (name, field)
         for field, values in TABLE_5_ROWS.items():
             if values[col] is not None:
-                assert getattr(cfg, field) == values[col], (name, field, getattr(cfg, field), values[col])
+                assert options[field] == values[col], (name, field, options[field], values[col])
 
 
 def test_a_finite_training_set_must_fit_in_the_buffer():
@@ -289,10 +290,11 @@ def test_a_finite_training_set_must_fit_in_the_buffer():
 
 
 def test_configs_saved_before_mutation_criteria_keep_their_selection():
-    old = {k: v for k, v in small("accel").to_dict().items() if k != "mutation_criterion"}
-    assert TrainConfig.from_dict({**old, "mutation_subsample": 4}).mutation_criterion == "hard"
+    # (configs of that time were saved flat: one key per option)
+    old = {k: v for k, v in small("accel").options().items() if k != "mutation_criterion"}
+    assert TrainConfig.from_dict({**old, "mutation_subsample": 4}).curriculum.mutation_criterion == "hard"
     legacy_all = TrainConfig.from_dict({**old, "mutation_subsample": 0})
-    assert legacy_all.mutation_criterion == "batch"
+    assert legacy_all.curriculum.mutation_criterion == "batch"
 
 
 def test_a_finite_training_set_plays_unseen_seeds_first():

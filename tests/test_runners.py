@@ -21,7 +21,7 @@ TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, n_acti
 
 @pytest.mark.parametrize("method", METHODS)
 def test_every_runner_keeps_the_contract(method):
-    runner = build_runner(TrainConfig(method=method, **TINY))
+    runner = build_runner(TrainConfig.from_options(method=method, **TINY))
     assert isinstance(runner, Runner)
     assert (runner.num_envs, runner.num_steps) == (4, 8) and runner.local_fields == ()
     state = jax.eval_shape(runner.init, jax.random.key(0))
@@ -43,7 +43,7 @@ def test_every_runner_keeps_the_contract(method):
 @pytest.mark.parametrize("method, global_buffer, local", [
     ("dr", False, ("stream",)), ("robust_plr", False, ("buffer",)), ("robust_plr", True, ())])
 def test_sharded_runners_declare_their_per_device_state(method, global_buffer, local):
-    cfg = TrainConfig(method=method, global_buffer=global_buffer, **TINY)
+    cfg = TrainConfig.from_options(method=method, global_buffer=global_buffer, **TINY)
     runner = build_runner(cfg, Shard("data", 2))
     assert runner.local_fields == local
     assert set(local) <= {f.name for f in dataclasses.fields(runner.state_type)}

@@ -1,9 +1,6 @@
 """The experiment loop: determinism, resume, checkpoints, logs, the CLI and the presets."""
 
-import dataclasses
 import json
-import os
-from pathlib import Path
 
 import jax
 import numpy as np
@@ -22,7 +19,7 @@ TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_acti
 
 
 def tiny(tmp_path, **overrides) -> TrainConfig:
-    return TrainConfig(**{**TINY, "out_dir": str(tmp_path), **overrides})
+    return TrainConfig.from_options(**{**TINY, "out_dir": str(tmp_path), **overrides})
 
 
 def without_timing(rows):
@@ -40,7 +37,7 @@ def reference_run(tmp_path_factory):
 def test_a_run_writes_config_logs_evaluations_and_checkpoints(reference_run):
     run_dir = reference_run.run_dir
     # The saved config is the resolved one: --devices 0 (all) becomes the device count used.
-    assert TrainConfig.load(run_dir / "config.json") == dataclasses.replace(reference_run, devices=len(jax.devices()))
+    assert TrainConfig.load(run_dir / "config.json") == reference_run.replace(devices=len(jax.devices()))
     rows = read_rows(run_dir)
     assert [r["update"] for r in rows] == [5, 10, 15, 20]
     assert [r["env_steps"] for r in rows] == [5 * 8 * 16 * k for k in (1, 2, 3, 4)]
@@ -58,7 +55,7 @@ def test_a_run_writes_config_logs_evaluations_and_checkpoints(reference_run):
 
 
 def test_same_seed_gives_the_same_metrics(reference_run, tmp_path):
-    train(dataclasses.replace(reference_run, out_dir=str(tmp_path)))
+    train(reference_run.replace(out_dir=str(tmp_path)))
     again = read_rows(tmp_path / "reference")
     assert without_timing(again) == without_timing(read_rows(reference_run.run_dir))
     other = tiny(tmp_path, run_name="other-seed", seed=1, num_updates=5, eval_every=0)
@@ -67,7 +64,7 @@ def test_same_seed_gives_the_same_metrics(reference_run, tmp_path):
 
 
 def test_resume_after_a_kill_equals_the_uninterrupted_run(reference_run, tmp_path):
-    cfg = dataclasses.replace(reference_run, out_dir=str(tmp_path))
+    cfg = reference_run.replace(out_dir=str(tmp_path))
     train(cfg)
     # Simulate a kill after update 15 was logged but before the checkpoint at 20 was written.
     rows = (cfg.run_dir / "metrics.jsonl").read_text().splitlines()
@@ -87,20 +84,20 @@ def test_resume_after_a_kill_equals_the_uninterrupted_run(reference_run, tmp_pat
 
 
 def test_resume_rejects_corrupt_and_incompatible_checkpoints(reference_run, tmp_path):
-    cfg = dataclasses.replace(reference_run, out_dir=str(tmp_path), num_updates=10, eval_every=0)
+    cfg = reference_run.replace(out_dir=str(tmp_path), num_updates=10, eval_every=0)
     train(cfg)
     # Incompatible: the saved config now asks for a bigger network than the checkpoint holds.
     saved = json.loads((cfg.run_dir / "config.json").read_text())
     (cfg.run_dir / "config.json").write_text(json.dumps({**saved, "recurrent_size": 32}))
     with pytest.raises(CheckpointError, match="checkpoint .*10"):
-        train(dataclasses.replace(cfg, recurrent_size=32, resume=True, num_updates=20))
+        train(cfg.replace(recurrent_size=32, resume=True, num_updates=20))
     (cfg.run_dir / "config.json").write_text(json.dumps(saved))
     # Corrupt: garble every data file of the saved state.
     for path in (cfg.run_dir / "checkpoints" / "10" / "state").rglob("*"):
         if path.is_file() and path.parent.name == "d":
             path.write_bytes(b"garbage")
     with pytest.raises(CheckpointError, match="corrupt"):
-        train(dataclasses.replace(cfg, resume=True, num_updates=20))
+        train(cfg.replace(resume=True, num_updates=20))
 
 
 def test_a_bad_curriculum_option_fails_before_creating_a_run_directory(tmp_path, capsys):
@@ -113,14 +110,14 @@ def test_a_bad_curriculum_option_fails_before_creating_a_run_directory(tmp_path,
 
 
 def test_runs_refuse_to_overwrite_or_to_resume_nothing(tmp_path, reference_run):
-    cfg = dataclasses.replace(reference_run, out_dir=str(tmp_path), run_name="x")
+    cfg = reference_run.replace(out_dir=str(tmp_path), run_name="x")
     cfg.run_dir.mkdir(parents=True)
     (cfg.run_dir / "metrics.jsonl").write_text("{}\n")
     with pytest.raises(RunError, match="already exists"):
         train(cfg)
     cfg.save(cfg.run_dir / "config.json")
     with pytest.raises(RunError, match="no checkpoint"):
-        train(dataclasses.replace(cfg, resume=True))
+        train(cfg.replace(resume=True))
     with pytest.raises(RunError, match="no run to resume"):
         parse_config(["--resume", "--out-dir", str(tmp_path), "--run-name", "missing"])
 
@@ -169,7 +166,7 @@ def test_cli_rejects_an_unknown_preset_and_resume_changes_that_alter_the_run(ref
     # Extending a run is allowed.
     cfg = parse_config(["--resume", "--out-dir", reference_run.out_dir, "--run-name", "reference",
                         "--num-updates", "40"])
-    assert cfg.num_updates == 40 and cfg.resume and cfg.lr == reference_run.lr
+    assert cfg.num_updates == 40 and cfg.resume and cfg.ppo.lr == reference_run.ppo.lr
 
 
 def test_the_cli_presets_are_the_config_presets():
@@ -177,20 +174,67 @@ def test_the_cli_presets_are_the_config_presets():
     for name in PRESETS:
         cfg = parse_config(["--preset", name])
         assert cfg == PRESETS[name]
-        assert (cfg.maze_height, cfg.maze_width, cfg.max_episode_steps, cfg.normalize_obs) == (13, 13, 250, True)
-        assert (cfg.eval_every, cfg.eval_suite, cfg.eval_episodes, cfg.checkpoint_every) == (
+        e = cfg.env
+        assert (e.maze_height, e.maze_width, e.max_episode_steps, e.normalize_obs) == (13, 13, 250, True)
+        assert (cfg.eval.eval_every, cfg.eval.eval_suite, cfg.eval.eval_episodes, cfg.checkpoint_every) == (
             100, "validation", 10, 1000)
     # A preset plus an override.
-    assert parse_config(["--preset", "accel", "--lr", "1e-3"]).lr == 1e-3
+    assert parse_config(["--preset", "accel", "--lr", "1e-3"]).ppo.lr == 1e-3
 
 
 def test_config_round_trips_through_json(tmp_path):
     cfg = PRESETS["paccel"]
     cfg.save(tmp_path / "c.json")
     assert TrainConfig.load(tmp_path / "c.json") == cfg
+    saved = json.loads((tmp_path / "c.json").read_text())
+    assert saved["ppo"]["lr"] == cfg.ppo.lr and saved["buffer"]["capacity"] == 4000  # the tree, as the code has it
     (tmp_path / "bad.json").write_text(json.dumps({**cfg.to_dict(), "learning_rate": 1}))
     with pytest.raises(ConfigError, match="unknown config option"):
         TrainConfig.load(tmp_path / "bad.json")
+    (tmp_path / "bad.json").write_text(json.dumps({**cfg.to_dict(), "ppo": {**saved["ppo"], "lrate": 1}}))
+    with pytest.raises(ConfigError, match="unknown config option.*ppo.lrate"):
+        TrainConfig.load(tmp_path / "bad.json")
+
+
+def test_a_run_saved_with_a_flat_config_resumes_and_evaluates(reference_run, tmp_path):
+    """Run directories from before the config tree hold one flat `config.json` (option: value)."""
+    import shutil  # noqa: PLC0415
+
+    from minimax.evaluate import load_policies  # noqa: PLC0415
+
+    run_dir = tmp_path / "reference"
+    shutil.copytree(reference_run.run_dir, run_dir)
+    moved = reference_run.replace(devices=len(jax.devices()), out_dir=str(tmp_path))
+    flat = moved.options()
+    assert "buffer_size" in flat and "lr" in flat and "ppo" not in flat
+    (run_dir / "config.json").write_text(json.dumps(flat))
+    cfg = parse_config(["--resume", "--out-dir", str(tmp_path), "--run-name", "reference", "--num-updates", "25"])
+    assert cfg.replace(num_updates=20, resume=False) == moved
+    assert [p.step for p in load_policies(run_dir)] == [20]
+
+
+def test_every_option_is_one_flat_flag_with_help_and_a_home():
+    """An option is written once (its field and docstring) and is a flag, a config.json entry and a check."""
+    from minimax.config import OPTIONS  # noqa: PLC0415
+    from minimax.options import flag  # noqa: PLC0415
+
+    import contextlib  # noqa: PLC0415
+    import io  # noqa: PLC0415
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        parse_config(["--help"])
+    text = out.getvalue()
+    for name in OPTIONS:
+        assert flag(name) in text, name
+    assert "--total-gradient-steps" not in text  # derived by the builder, not an option
+    assert "Level buffer capacity" in text and "Adam learning rate" in text  # the fields' docstrings
+    cfg = TrainConfig.from_options(buffer_size=100, greedy_eps=0.2, lr=3e-4, n_walls=10, n_mutations=3)
+    assert (cfg.buffer.capacity, cfg.buffer.eps, cfg.ppo.lr, cfg.env.n_walls, cfg.curriculum.n_mutations) == (
+        100, 0.2, 3e-4, 10, 3)
+    assert cfg.options()["buffer_size"] == 100 and set(cfg.options()) == set(OPTIONS)
+    with pytest.raises(ConfigError, match="--greedy-eps must be in"):
+        cfg.replace(greedy_eps=2.0)
 
 
 def test_wandb_logs_offline_without_environment_variables(tmp_path, monkeypatch):

@@ -23,29 +23,56 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import optax
+import tyro
 from flax import struct
 from flax.training.train_state import TrainState
 
+from minimax.options import check
 from minimax.parallel import NO_SHARD, Shard
 
 
 @struct.dataclass
 class PPOConfig:
-    """PPO hyperparameters (static: hashable Python values)."""
+    """PPO hyperparameters (static: hashable Python values). Each field is also the training
+    command's option of that name (`--lr`); its docstring is the `--help` text."""
 
     lr: float = struct.field(pytree_node=False, default=1e-4)
+    """Adam learning rate."""
     anneal_lr: bool = struct.field(pytree_node=False, default=False)
-    total_gradient_steps: int = struct.field(pytree_node=False, default=1)
+    """Anneal the learning rate linearly to 0 over all gradient steps."""
+    total_gradient_steps: tyro.conf.Suppress[int] = struct.field(pytree_node=False, default=1)
+    """Gradient steps of the whole run, the length of the annealing (set by the builder from --num-updates)."""
     adam_eps: float = struct.field(pytree_node=False, default=1e-5)
+    """Adam epsilon."""
     max_grad_norm: float = struct.field(pytree_node=False, default=0.5)
+    """Clip gradients to this global norm."""
     gamma: float = struct.field(pytree_node=False, default=0.995)
+    """Discount factor."""
     gae_lambda: float = struct.field(pytree_node=False, default=0.98)
+    """GAE lambda."""
     n_epochs: int = struct.field(pytree_node=False, default=5)
+    """PPO epochs per update."""
     n_minibatches: int = struct.field(pytree_node=False, default=1)
+    """Minibatches per epoch, split along the env axis (must divide --num-envs)."""
     clip_eps: float = struct.field(pytree_node=False, default=0.2)
+    """PPO ratio clip (also the value clip when --clip-value)."""
     clip_value: bool = struct.field(pytree_node=False, default=True)
+    """Clip the value loss around the rollout's values."""
     entropy_coef: float = struct.field(pytree_node=False, default=1e-3)
+    """Entropy bonus coefficient."""
     value_coef: float = struct.field(pytree_node=False, default=0.5)
+    """Value loss coefficient."""
+
+    def __post_init__(self):
+        check(self, self._rules)
+
+    @staticmethod
+    def _rules(c):
+        c.positive("adam_eps", "max_grad_norm", "n_epochs", "n_minibatches", "total_gradient_steps")
+        c.non_negative("clip_eps", "entropy_coef", "value_coef")
+        if not c.obj.lr >= 0:  # 0 is a policy that does not learn (tests replay rollouts with it)
+            c.add(f"--lr must be > 0 (or 0: no learning), got {c.obj.lr!r}")
+        c.unit("gamma", "gae_lambda")
 
     @property
     def gradient_steps_per_update(self) -> int:

@@ -36,51 +36,59 @@ Choices the papers leave open, made explicit:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import typing
+from typing import Annotated, Any, Literal
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import tyro
 from flax import struct
 
-SCORE_TRANSFORMS = ("rank", "power", "softmax", "eps_greedy", "top_k")
-STALENESS_TRANSFORMS = ("power", "rank", "softmax")
+from minimax.options import check
+
+ScoreTransform = Literal["rank", "power", "softmax", "eps_greedy", "top_k"]
+StalenessTransform = Literal["power", "rank", "softmax"]
+SCORE_TRANSFORMS: tuple[str, ...] = typing.get_args(ScoreTransform)
+STALENESS_TRANSFORMS: tuple[str, ...] = typing.get_args(StalenessTransform)
 
 
 @dataclasses.dataclass(frozen=True)
 class BufferConfig:
-    """Static settings of a level buffer (hashable, so it can close over jitted code)."""
+    """Static settings of a level buffer (hashable, so it can close over jitted code). Each field is
+    also the training command's option (`capacity` is `--buffer-size`, `eps` `--greedy-eps`)."""
 
-    capacity: int = 4000
-    score_transform: str = "rank"
-    temperature: float = 0.3          # beta of the score transform
-    staleness_coef: float = 0.3       # rho: weight of the staleness distribution
-    staleness_transform: str = "power"
+    capacity: Annotated[int, tyro.conf.arg(name="buffer_size")] = 4000
+    """Level buffer capacity (PLR family)."""
+    score_transform: ScoreTransform = "rank"
+    """Score-to-weight transform of the replay distribution (PLR family)."""
+    temperature: float = 0.3
+    """Temperature beta of the score transform."""
+    staleness_coef: float = 0.3
+    """Weight rho of the staleness distribution in the replay distribution."""
+    staleness_transform: StalenessTransform = "power"
+    """Staleness-to-weight transform (power with temperature 1 is PLR eq. 3)."""
     staleness_temperature: float = 1.0
-    score_alpha: float = 1.0          # new score = (1 - alpha) * old + alpha * observed; 1 replaces
-    eps: float = 0.05                 # exploration mass of eps_greedy
-    top_k: int = 1                    # levels sampled uniformly by top_k
-    unique_levels: bool = True        # de-duplicate new levels against the batch and the buffer
+    """Temperature of the staleness transform."""
+    score_alpha: float = 1.0
+    """Score update on replay: new = (1 - alpha) * old + alpha * observed (1 replaces)."""
+    eps: Annotated[float, tyro.conf.arg(name="greedy_eps")] = 0.05
+    """Exploration mass of --score-transform eps_greedy."""
+    top_k: int = 32
+    """Levels sampled uniformly by --score-transform top_k."""
+    unique_levels: bool = True
+    """Keep only distinct levels in the buffer (a duplicate updates the stored entry)."""
 
     def __post_init__(self):
-        if int(self.capacity) < 1:
-            raise ValueError(f"buffer capacity must be >= 1, got {self.capacity}")
-        if self.score_transform not in SCORE_TRANSFORMS:
-            raise ValueError(f"score_transform must be one of {', '.join(SCORE_TRANSFORMS)}, "
-                             f"got {self.score_transform!r}")
-        if self.staleness_transform not in STALENESS_TRANSFORMS:
-            raise ValueError(f"staleness_transform must be one of {', '.join(STALENESS_TRANSFORMS)}, "
-                             f"got {self.staleness_transform!r}")
-        for name in ("temperature", "staleness_temperature"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        for name in ("staleness_coef", "eps"):
-            if not 0 <= getattr(self, name) <= 1:
-                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+        check(self, self._rules)
+
+    def _rules(self, c):
+        c.integer("capacity", 1)
+        c.integer("top_k", 1)
+        c.positive("temperature", "staleness_temperature")
+        c.unit("staleness_coef", "eps")
         if not 0 < self.score_alpha <= 1:
-            raise ValueError(f"score_alpha must be in (0, 1], got {self.score_alpha!r}")
-        if int(self.top_k) < 1:
-            raise ValueError(f"top_k must be >= 1, got {self.top_k}")
+            c.add(f"{c.flag('score_alpha')} must be in (0, 1], got {self.score_alpha!r}")
 
 
 @struct.dataclass

@@ -35,7 +35,8 @@ buffer is ready), so all devices take the same branch and train on the same upda
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+import typing
+from typing import Callable, Literal
 
 import jax
 import jax.numpy as jnp
@@ -45,35 +46,55 @@ from flax.training.train_state import TrainState
 from minimax.agents.ppo import PPOConfig, compute_gae, create_train_state, ppo_update
 from minimax.curricula.level_buffer import (BufferConfig, LevelBuffer, buffer_stats, fill_ratio,
                                             init_buffer, insert, sample_replay, update_scores)
-from minimax.curricula.scores import ScoreInputs, rollout_max_return, score_levels
-from minimax.curricula.training_set import (TrainingSet, draw_new_seeds, init_training_set, level_from_seed,
-                                            replay_probability)
+from minimax.curricula.scores import SCORE_FUNCTIONS, ScoreInputs, rollout_max_return, score_levels
+from minimax.curricula.training_set import (REPLAY_SCHEDULES, TrainingSet, draw_new_seeds, init_training_set,
+                                            level_from_seed, replay_probability)
 from minimax.envs.wrappers import ReplayAutoReset
 from minimax.metrics import mean_sums, reduce_over_devices
+from minimax.options import check
 from minimax.parallel import NO_SHARD, Shard
 from minimax.runners.rollout import Rollout, collect_rollout, episode_metrics, start_stream
 
-MUTATION_CRITERIA = ("batch", "easy", "hard")
+MutationCriterion = Literal["batch", "easy", "hard"]
+MUTATION_CRITERIA: tuple[str, ...] = typing.get_args(MutationCriterion)
 
 
 @dataclasses.dataclass(frozen=True)
 class CurriculumConfig:
-    """How a PLR-family runner uses its buffer (static)."""
+    """How a PLR-family runner uses its buffer (static). Each field is also the training
+    command's option of that name; its docstring is the `--help` text."""
 
     replay_prob: float = 0.5
+    """Probability of a replay update once the buffer is full enough (plr, robust_plr, accel; parallel
+    methods replay on every step once the buffer is ready, as the reference, and do not use it)."""
     min_fill_ratio: float = 0.5
-    score_function: str = "maxmc"
+    """Replay only once this fraction of the buffer is filled."""
+    score_function: Literal[SCORE_FUNCTIONS] = "maxmc"
+    """Level score (PLR family): see minimax/curricula/scores.py."""
     replay_with_replacement: bool = True
-    train_levels: int = 0            # > 0: a finite training set of level seeds (PLR paper)
-    replay_schedule: str = "fixed"   # with train_levels: fixed | proportionate
-    mutation_criterion: str = "batch"  # ACCEL parents: batch (every replayed level) | easy | hard (q of them)
-    mutation_subsample: int = 4      # q: replayed levels mutated (tiled to N) by the easy / hard criteria
-    max_search_rollouts: int = 256   # robust / parallel PLR, ACCEL: gradient-free cycles per step at most
+    """Sample the replay batch with replacement (else distinct levels, Gumbel top-k)."""
+    train_levels: int = 0
+    """> 0: train on this many fixed level seeds (the PLR paper's finite training set); 0 = unlimited."""
+    replay_schedule: Literal[REPLAY_SCHEDULES] = "fixed"
+    """With --train-levels: replay with --replay-prob (fixed) or with the fraction of seeds seen."""
+    n_mutations: int = 20
+    """Edits per mutation (ACCEL)."""
+    mutation_criterion: MutationCriterion = "batch"
+    """ACCEL parents: batch (every replayed level, one child each), easy / hard (the q lowest / highest scores, tiled)."""
+    mutation_subsample: int = 4
+    """ACCEL: q, the replayed levels mutated by --mutation-criterion easy or hard (unused by batch)."""
+    max_search_rollouts: int = 256
+    """Robust / parallel PLR, ACCEL: gradient-free new-level rollouts per update at most (a guard for
+    buffers that cannot fill; `search_capped` in the logs says when it ended a search)."""
 
     def __post_init__(self):
-        if self.mutation_criterion not in MUTATION_CRITERIA:
-            raise ValueError(f"mutation_criterion must be one of {', '.join(MUTATION_CRITERIA)}, "
-                             f"got {self.mutation_criterion!r}")
+        check(self, self._rules)
+
+    @staticmethod
+    def _rules(c):
+        c.unit("replay_prob", "min_fill_ratio")
+        for name in ("train_levels", "mutation_subsample", "n_mutations", "max_search_rollouts"):
+            c.integer(name)
 
 
 @struct.dataclass
