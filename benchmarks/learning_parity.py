@@ -110,42 +110,20 @@ def jax_versions() -> str:
 # --------------------------------------------------------------------------- config
 
 
-def _coerce(name: str, text: str, current):
-    if isinstance(current, bool):
-        if text.lower() in ("1", "true", "yes", "on"):
-            return True
-        if text.lower() in ("0", "false", "no", "off"):
-            return False
-        raise ParityError(f"--set {name}={text}: expected true or false")
-    try:
-        if isinstance(current, int):
-            return int(text)
-        if isinstance(current, float):
-            return float(text)
-    except ValueError:
-        raise ParityError(f"--set {name}={text}: expected a {type(current).__name__}") from None
-    return text
-
-
 def build_config(preset: str, updates: int, seeds: list[int], sets: list[str]):
     """The preset with `num_updates` = `updates`, the seeds, and `--set key=value` overrides."""
     from minimax.config import PRESETS, ConfigError, TrainConfig  # noqa: PLC0415
+    from minimax.options import parse_assignments  # noqa: PLC0415
 
     if preset not in PRESETS:
         raise ParityError(f"--preset must be one of {', '.join(PRESETS)}, got {preset!r}")
-    names = set(TrainConfig.option_types())
     base = PRESETS[preset]
-    overrides: dict = {}
-    for item in sets:
-        if "=" not in item:
-            raise ParityError(f"--set expects key=value, got {item!r}")
-        key, value = item.split("=", 1)
-        key = key.strip().lstrip("-").replace("-", "_")
-        if key not in names:
-            raise ParityError(f"--set {key}: not a TrainConfig field (see python train.py --help)")
-        if key in ("seed", "seeds", "num_seeds", "num_updates", "preset"):
-            raise ParityError(f"--set {key}: use this script's --seeds / --first-seed / --updates / --preset")
-        overrides[key] = _coerce(key, value, base.options()[key])
+    try:
+        overrides = parse_assignments(sets, TrainConfig.option_types(), {
+            k: "this script's --seeds / --first-seed / --updates / --preset"
+            for k in ("seed", "seeds", "num_seeds", "num_updates", "preset")})
+    except ConfigError as e:
+        raise ParityError(str(e)) from None
     try:
         cfg = base.replace(num_updates=updates, seeds=",".join(map(str, seeds)), num_seeds=1,
                            progress=False, eval_every=0, **overrides)

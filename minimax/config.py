@@ -1,18 +1,14 @@
 """The training configuration: one typed tree, each option written once, and the method presets.
 
-`TrainConfig` holds the experiment's own options (seeds, run directory, logging, devices)
-and one group per component: `env`, `model`, `ppo` (`minimax.agents.ppo.PPOConfig`),
-`eval`, `buffer` (`minimax.curricula.level_buffer.BufferConfig`) and `curriculum`
-(`minimax.runners.plr_family.CurriculumConfig`). Every group is a frozen dataclass that is
-the single home of its options: a field with its default and docstring (the `--help` text),
-checked by the group itself when it is made; `TrainConfig` adds the checks that involve
-several groups. The command line stays flat (`--lr`, `--buffer-size`, `--num-envs`: the
-group prefixes are omitted), `config.json` is the nested tree, and a flat `config.json` of
-a run from before the tree still loads.
+`TrainConfig` holds the experiment's own options (seeds, run directory, logging, devices) and
+one group per component: `env`, `model`, `ppo` (`agents.ppo.PPOConfig`), `eval`, `buffer`
+(`curricula.level_buffer.BufferConfig`), `curriculum` (`runners.plr_family.CurriculumConfig`).
+A group is the single home of its options (field, default, docstring = `--help`, its own
+checks); `TrainConfig` adds the checks across groups. Flags stay flat (`--lr`, `--buffer-size`),
+`config.json` is the tree, and flat `config.json` files of older runs still load.
 
-Presets are the minimax report's Table 5 (LSTM student), value for value; docs/DESIGN.md
-lists where the released JSON configs differ. `python train.py --preset plr --lr 1e-3`
-starts from a preset and overrides single options.
+Presets are the minimax report's Table 5 (LSTM student), value for value (docs/DESIGN.md lists
+where the released JSON configs differ); `python train.py --preset plr --lr 1e-3` overrides one.
 """
 
 from __future__ import annotations
@@ -24,16 +20,11 @@ import typing
 from pathlib import Path
 from typing import Literal
 
-import tyro
-
 from minimax.agents.ppo import PPOConfig
 from minimax.curricula.level_buffer import BufferConfig
 from minimax.envs.maze.mutators import MUTATORS
-from minimax.options import ConfigError, check, flag, flag_names, raise_problems
+from minimax.options import ConfigError, check, flag, flag_names, flatten, option_table, raise_problems
 from minimax.runners.plr_family import CurriculumConfig
-
-__all__ = ["ConfigError", "EnvConfig", "EvalConfig", "METHODS", "ModelConfig", "MUTATION_METHODS", "PLR_METHODS",
-           "PRESETS", "TrainConfig", "flag"]
 
 Method = Literal["dr", "plr", "robust_plr", "parallel_plr", "accel", "parallel_accel"]
 METHODS: tuple[str, ...] = typing.get_args(Method)
@@ -231,25 +222,17 @@ class TrainConfig:
     # ---------------------------------------------------------------- options by flat name
     def options(self) -> dict:
         """`{option: value}` by flat option name (the flag without dashes), groups included."""
-        out = {}
-        for name, (group, field) in OPTIONS.items():
-            out[name] = getattr(getattr(self, group), field) if group else getattr(self, field)
-        return out
+        return {name: getattr(getattr(self, g) if g else self, field) for name, (g, field) in OPTIONS.items()}
 
     def replace(self, **options) -> "TrainConfig":
         """This config with options changed, given by flat option name (`lr=1e-3, buffer_size=100`)."""
         unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
             raise ConfigError(f"unknown config option(s) {', '.join(unknown)}")
-        top = {}
-        groups: dict[str, dict] = {}
-        for name, value in options.items():
-            group, field = OPTIONS[name]
-            if group:
-                groups.setdefault(group, {})[field] = value
-            else:
-                top[field] = value
-        parts = {g: dataclasses.replace(getattr(self, g), **values) for g, values in groups.items()}
+        top = {OPTIONS[n][1]: v for n, v in options.items() if OPTIONS[n][0] is None}
+        parts = {g: dataclasses.replace(getattr(self, g), **{OPTIONS[n][1]: v for n, v in options.items()
+                                                           if OPTIONS[n][0] == g})
+                 for g in {OPTIONS[n][0] for n in options} - {None}}
         return dataclasses.replace(self, **top, **parts)
 
     @classmethod
@@ -307,48 +290,14 @@ GROUPS: dict[str, type] = {"env": EnvConfig, "model": ModelConfig, "ppo": PPOCon
           "curriculum": CurriculumConfig}
 
 
-def _option_table():
-    paths, types = {}, {}
-    hints = typing.get_type_hints(TrainConfig, include_extras=True)
-    for f in dataclasses.fields(TrainConfig):
-        if f.name in GROUPS:
-            cls = GROUPS[f.name]
-            group_hints = typing.get_type_hints(cls, include_extras=True)
-            for field, name in flag_names(cls).items():
-                if _suppressed(group_hints[field]):
-                    continue
-                paths[name] = (f.name, field)
-                types[name] = _strip(group_hints[field])
-        else:
-            paths[f.name] = (None, f.name)
-            types[f.name] = _strip(hints[f.name])
-    return paths, types
-
-
-def _suppressed(tp) -> bool:
-    return any(m is tyro.conf.Suppress or getattr(m, "__name__", "") == "Suppress"
-               for m in getattr(tp, "__metadata__", ()))
-
-
-def _strip(tp):
-    while typing.get_origin(tp) is typing.Annotated:
-        tp = typing.get_args(tp)[0]
-    return tp
-
-
-OPTIONS, OPTION_TYPES = _option_table()
+OPTIONS, OPTION_TYPES = option_table(TrainConfig, GROUPS)
 """Every option by flat name: `(group or None, field)`, and its type."""
 
 
 def flat_config(values: dict) -> dict:
     """A saved `config.json` (nested, or flat from before the groups) as `{option: value}`; for tools
     that read run directories without building configs (plots)."""
-    flat = {k: v for k, v in values.items() if not (k in GROUPS and isinstance(v, dict))}
-    for group, cls in GROUPS.items():
-        if isinstance(values.get(group), dict):
-            names = flag_names(cls)
-            flat.update({names.get(k, k): v for k, v in values[group].items()})
-    return flat
+    return flatten(values, GROUPS)
 
 
 def _problems(c: TrainConfig):

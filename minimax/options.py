@@ -6,7 +6,9 @@ docstring (the `--help` text) is the option, written once. The command line is f
 option's flag is its field name (`--lr`), or the name a `tyro.conf.arg(name=...)` annotation
 gives it (`BufferConfig.capacity` is `--buffer-size`). `Literal` types are the allowed values,
 read here rather than repeated as tuples. `check` runs a dataclass's checks and raises one
-`ConfigError` that lists every bad value by its flag. No JAX here: configs import cheaply.
+`ConfigError` that lists every bad value by its flag; `option_table` and `flatten` address
+the options of a tree of groups by flat name; `parse_assignments` reads `--set KEY=VALUE`.
+No JAX here.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import functools
 import math
 import typing
 from typing import Iterable, Literal
+
+import tyro
 
 
 class ConfigError(ValueError):
@@ -124,3 +128,76 @@ def raise_problems(problems: Iterable[str]) -> None:
     problems = list(problems)
     if problems:
         raise ConfigError("; ".join(problems))
+
+
+# --------------------------------------------------------------------------- a tree of option groups
+
+
+def is_derived(tp) -> bool:
+    """A field marked `tyro.conf.Suppress`: computed by the code, not an option."""
+    return any(m is tyro.conf.Suppress for m in getattr(tp, "__metadata__", ()))
+
+
+def option_table(cls, groups: dict[str, type]) -> tuple[dict, dict]:
+    """`({option: (group or None, field)}, {option: type})` of a config dataclass `cls` whose fields
+    named in `groups` are option groups; options are keyed by flat (flag) name."""
+    paths, types = {}, {}
+    for f in dataclasses.fields(cls):
+        owner, prefix = (groups[f.name], f.name) if f.name in groups else (cls, None)
+        hints = _hints(owner)
+        for field, name in flag_names(owner).items():
+            if prefix is None and field != f.name:
+                continue
+            if not is_derived(hints[field]):
+                paths[name], types[name] = (prefix, field), _strip(hints[field])
+    return paths, types
+
+
+def flatten(values: dict, groups: dict[str, type]) -> dict:
+    """A saved nested config (or a flat one) as `{option: value}` by flat name."""
+    flat = {k: v for k, v in values.items() if not (k in groups and isinstance(v, dict))}
+    for group, cls in groups.items():
+        if isinstance(values.get(group), dict):
+            names = flag_names(cls)
+            flat.update({names.get(k, k): v for k, v in values[group].items()})
+    return flat
+
+
+def parse_value(name: str, text: str, kind):
+    """The text of a `--set name=text` as a value of type `kind` (bool, int, float, str or Literal)."""
+    if typing.get_origin(kind) is Literal:
+        for option in typing.get_args(kind):
+            if str(option) == text:
+                return option
+        raise ConfigError(f"--set {name}={text}: must be one of {', '.join(map(str, typing.get_args(kind)))}")
+    if kind is bool:
+        if text.lower() in ("1", "true", "yes", "on"):
+            return True
+        if text.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"--set {name}={text}: not a boolean (true or false)")
+    if kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            raise ConfigError(f"--set {name}={text}: not {'an int' if kind is int else 'a number'}") from None
+    return text
+
+
+def parse_assignments(items, types: dict, reserved: dict | None = None) -> dict:
+    """`("recurrent_size=16", ...)` -> `{"recurrent_size": 16}`, typed by `types` ({option: type});
+    `reserved` options (mapped to the flag that sets them, or None) are refused."""
+    reserved = reserved or {}
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip().lstrip("-").replace("-", "_")
+        if not sep or not key:
+            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
+        if key not in types:
+            raise ConfigError(f"--set: unknown training option {key!r} (see python train.py --help)")
+        if key in reserved:
+            where = reserved[key]
+            raise ConfigError(f"--set {key}: this command sets it" + (f" (use {where})" if where else ""))
+        out[key] = parse_value(key, value.strip(), types[key])
+    return out

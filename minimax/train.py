@@ -106,6 +106,45 @@ def save_buffer_pictures(buffer, cfg: TrainConfig, layout: DeviceLayout, out_dir
             save_png(image, out_dir / f"update{update:07d}{suffix}.png")
 
 
+def start_state(cfg: TrainConfig, checkpoints: Checkpointer, init, init_keys, abstract, layout: DeviceLayout):
+    """`(state, update, cycles, env_steps)`: from the latest checkpoint with --resume, else fresh.
+    `cycles` and `env_steps` are per-seed counters (they differ between seeds of the PLR family)."""
+    n = len(layout.seeds)
+    if not cfg.resume:
+        return init(init_keys), 0, np.zeros(n, np.int64), np.zeros(n, np.int64)
+    if checkpoints.latest_step() is None:
+        raise RunError(f"--resume: {cfg.run_dir} has no checkpoint yet; start it again without --resume "
+                       f"(with --overwrite)")
+    state, meta = checkpoints.restore(abstract)
+    cycles, env_steps = (np.broadcast_to(np.asarray(meta[k], np.int64), (n,)).copy() for k in ("cycles", "env_steps"))
+    return state, int(meta["update"]), cycles, env_steps
+
+
+def open_logger(cfg: TrainConfig, run_dir, metrics_abstract: dict, evaluator, layout: DeviceLayout,
+                update: int) -> RunLogger:
+    """The run's logger, its columns from one step's metrics (resumed: rows after `update` dropped)."""
+    if layout.multi_seed:
+        metrics_abstract = {k: jax.ShapeDtypeStruct(v.shape[1:], v.dtype) for k, v in metrics_abstract.items()}
+    columns = log_columns(metrics_abstract, evaluator.metric_names if evaluator else (), layout.multi_seed)
+    logger = RunLogger(run_dir, columns, wandb_config=cfg.to_dict() if cfg.wandb else None,
+                       wandb_project=cfg.wandb_project, run_name=cfg.name, resume=cfg.resume)
+    if cfg.resume:
+        logger.truncate_after(update)
+    return logger
+
+
+def log_rows(rows: list[dict], layout: DeviceLayout, update: int, cycles, env_steps, seconds: float) -> list[dict]:
+    """A chunk's per-seed rows with the run's counters (`cycles`, `env_steps`: advanced in place)
+    and its timing: the whole program's steps per second."""
+    cycles += [r["cycles"] for r in rows]
+    env_steps += [r["env_steps"] for r in rows]
+    sps = sum(r["env_steps"] for r in rows) / seconds
+    return [{**({"seed": s} if layout.multi_seed else {}), "update": update, "cycles": int(cycles[i]),
+             "env_steps": int(env_steps[i]), "time_s": seconds, "sps": sps,
+             **{k: v for k, v in r.items() if k not in ("env_steps", "cycles")}}
+            for i, (s, r) in enumerate(zip(layout.seeds, rows))]
+
+
 def train(cfg: TrainConfig, on_checkpoint=None) -> dict:
     """Run (or resume) the experiment `cfg` describes; returns the last log row (with several
     seeds, the across-seed mean row). `on_checkpoint(update) -> bool`, when given, is called
@@ -124,19 +163,7 @@ def train(cfg: TrainConfig, on_checkpoint=None) -> dict:
     init = jax.jit(distribute_init(runner, layout))
     abstract = jax.eval_shape(init, init_keys)
 
-    if cfg.resume:
-        if checkpoints.latest_step() is None:
-            raise RunError(f"--resume: {run_dir} has no checkpoint yet; start it again without --resume "
-                           f"(with --overwrite)")
-        state, meta = checkpoints.restore(abstract)
-        update = int(meta["update"])
-        # Per-seed counters (cycles and env steps differ between seeds of the PLR family).
-        cycles, env_steps = (np.broadcast_to(np.asarray(meta[k], np.int64), (len(layout.seeds),)).copy()
-                             for k in ("cycles", "env_steps"))
-    else:
-        state = init(init_keys)
-        update = 0
-        cycles, env_steps = np.zeros(len(layout.seeds), np.int64), np.zeros(len(layout.seeds), np.int64)
+    state, update, cycles, env_steps = start_state(cfg, checkpoints, init, init_keys, abstract, layout)
 
     programs: dict[int, object] = {}
 
@@ -154,13 +181,7 @@ def train(cfg: TrainConfig, on_checkpoint=None) -> dict:
     logger = None
     if lead:
         metrics_abstract = jax.eval_shape(chunk_program(1), abstract)[1]
-        if layout.multi_seed:
-            metrics_abstract = {k: jax.ShapeDtypeStruct(v.shape[1:], v.dtype) for k, v in metrics_abstract.items()}
-        logger = RunLogger(run_dir, log_columns(metrics_abstract, evaluator.metric_names if evaluator else (), layout.multi_seed),
-                           wandb_config=cfg.to_dict() if cfg.wandb else None, wandb_project=cfg.wandb_project,
-                           run_name=cfg.name, resume=cfg.resume)
-        if cfg.resume:
-            logger.truncate_after(update)
+        logger = open_logger(cfg, run_dir, metrics_abstract, evaluator, layout, update)
 
     row: dict = {}
     progress = Progress(cfg.num_updates, update, int(env_steps.sum()), enabled=cfg.progress and lead)
@@ -171,15 +192,8 @@ def train(cfg: TrainConfig, on_checkpoint=None) -> dict:
             t0 = time.perf_counter()
             state, metrics = run_chunk(state)
             rows = seed_rows(metrics, layout)  # waits for the chunk
-            seconds = time.perf_counter() - t0
             update += rows[0]["gradient_updates"]  # one per step for every runner and seed
-            cycles += [r["cycles"] for r in rows]
-            env_steps += [r["env_steps"] for r in rows]
-            sps = sum(r["env_steps"] for r in rows) / seconds  # the whole program's throughput
-            rows = [{**({"seed": s} if layout.multi_seed else {}), "update": update, "cycles": int(cycles[i]),
-                     "env_steps": int(env_steps[i]), "time_s": seconds, "sps": sps,
-                     **{k: v for k, v in r.items() if k not in ("env_steps", "cycles")}}
-                    for i, (s, r) in enumerate(zip(layout.seeds, rows))]
+            rows = log_rows(rows, layout, update, cycles, env_steps, time.perf_counter() - t0)
             final = update >= cfg.num_updates
             if cfg.eval.eval_every and (update % cfg.eval.eval_every == 0 or final):
                 params = seed_params(state.train_state.params, layout)  # every process takes part

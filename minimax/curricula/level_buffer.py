@@ -1,29 +1,24 @@
 """The PLR level buffer: a fixed-capacity store of levels with scores, as pure array code.
 
-Prioritized Level Replay keeps the levels it has seen together with a score (an estimate
-of how much the agent can still learn on each), and replays them with probability
+PLR keeps the levels it has seen with a score (how much the agent can still learn on each)
+and replays them with probability `P_replay = (1 - rho) * P_S + rho * P_C` (PLR eq. 4) over
+the filled slots: `P_S` from the scores by a transform with temperature beta (rank:
+`h(S_i) = 1 / rank(S_i)`, `P_S ∝ h^(1/beta)`, eq. 1), `P_C` from staleness, the episodes
+since a level was last sampled (`P_C ∝ c - C_i`, eq. 3).
 
-    P_replay = (1 - rho) * P_S + rho * P_C                     (PLR eq. 4)
-
-over the filled slots: `P_S` from the scores by a transform with temperature beta
-(rank: `h(S_i) = 1 / rank(S_i)`, `P_S ∝ h^(1/beta)`, eq. 1), and `P_C` from staleness,
-the number of episodes since a level was last sampled (`P_C ∝ c - C_i`, eq. 3).
-
-Everything here is a pure function of a `LevelBuffer` value, branch-free and with static
-shapes, so it runs inside the jitted training step, vmaps over seeds and checkpoints with
-the rest of the runner state. Levels are any pytree (stacked `[K, ...]`), not only mazes.
+Everything here is a pure function of a `LevelBuffer` value, branch-free with static shapes:
+it runs inside the jitted step, vmaps over seeds and checkpoints with the runner state.
+Levels are any pytree (stacked `[K, ...]`), not only mazes.
 
 Choices the papers leave open, made explicit:
-- Ranks are competition ranks: equal scores share the best rank, so equal scores get
-  equal probability (an ordinal rank would favour whichever slot sorts first).
+- Ranks are competition ranks: equal scores share the best rank and probability.
 - The episode counter `c` (the clock of PLR eq. 3) counts levels handed out for play, each
   once: a replay draw adds one (`sample_replay`), a batch of new levels adds its size
   (`insert`'s `played`, or `advance_clock` when they are handed out before the replays of
   the same rollout). A drawn level's timestamp is the clock at its draw; a stored newcomer's
   is the clock after its batch, so both start at staleness 0.
-- Replay batches are drawn one level at a time, as in both reference samplers: after each
-  draw the drawn level's timestamp is refreshed, so a level drawn early in a batch has lost
-  its staleness weight for the later draws of the same batch.
+- Replay batches are drawn one level at a time, as in both reference samplers: each draw
+  refreshes the drawn level's timestamp before the next draw of the same batch.
 - With nothing to prefer (all scores zero under `power`, zero staleness), a transform
   falls back to uniform over the filled slots; an empty buffer gives uniform over all
   slots (runners never replay from it: see `replay_decision`).

@@ -1,0 +1,168 @@
+"""The minimax report's Table 2 and how a reproduction (`minimax.reproduce`) is tabulated against it.
+
+`collect` gathers a `Reproduction`'s state into `results.json`'s document (per method: status,
+seeds, updates, wall times, hardware, the run's options, per-seed results and their mean and
+95% CI per maze); `render_table` writes it as `table.md`, next to the report's numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from minimax.config import flat_config
+
+if TYPE_CHECKING:
+    from minimax.reproduce import Reproduction
+
+REPORT_UPDATES = 30_000
+
+# The minimax report, Table 2 (minimax rows): solved rate on the OOD mazes after 30k PPO updates,
+# mean and std of 10 runs, and wall time in hours on one V100 GPU.
+REPORT = {
+    "dr": dict(label="DR", solved_rate=0.55, std=0.05, wall_hours=3),
+    "plr": dict(label="PLR⊥", solved_rate=0.70, std=0.03, wall_hours=5),
+    "pplr": dict(label="PLR∥", solved_rate=0.74, std=0.04, wall_hours=3),
+    "accel": dict(label="ACCEL", solved_rate=0.73, std=0.05, wall_hours=4),
+    "paccel": dict(label="ACCEL∥", solved_rate=0.74, std=0.04, wall_hours=3),
+}
+REPORT_RUNS = 10
+METHODS = tuple(REPORT)
+
+
+def _status(rep: "Reproduction", method: str) -> tuple[str, int]:
+    cfg = rep.configs[method]
+    done = rep.trained_updates(cfg)
+    ev = rep.state.data["methods"].get(method, {}).get("eval") or {}
+    evaluated = all(ev.get(k) == v for k, v in rep.eval_key().items()) and all(
+        str(s) in ev.get("runs", {}) for s in cfg.seed_list)
+    if done >= rep.rc.updates:
+        return ("done" if evaluated else "trained, evaluation pending"), done
+    return ("not started" if done == 0 else "training"), done
+
+
+def collect(rep: "Reproduction") -> dict:
+    """results.json's document."""
+    from minimax.evaluate import METRICS, summarize  # noqa: PLC0415
+
+    rc, names = rep.rc, [m.name for m in rep.mazes]
+    doc = {
+        "settings": {"methods": rep.methods, "updates": rc.updates, "seeds": rc.seeds, "suite": rc.suite,
+                     "mazes": names, "eval_episodes": rc.eval_episodes, "eval_actions": "sampled",
+                     "log_every": rc.log_every, "checkpoint_every": rc.checkpoint_every, "overrides": rep.overrides},
+        "short_of_report": rc.updates < REPORT_UPDATES,
+        "report": {"source": "minimax report, Table 2 (minimax rows)", "updates": REPORT_UPDATES, "runs": REPORT_RUNS,
+                   "solved_rate": "mean and std over 10 runs (not a confidence interval)",
+                   "wall_time": "hours on one V100 GPU"},
+        "ours": {"solved_rate": "mean and 95% Student-t confidence interval across seeds (minimax.stats.mean_ci)",
+                 "train_seconds": "summed over commands, each up to its last checkpoint (compilation included)"},
+        "methods": {},
+    }
+    for method in rep.methods:
+        cfg = rep.configs[method]
+        entry = rep.state.data["methods"].get(method, {})
+        status, done = _status(rep, method)
+        saved = cfg.run_dir / "config.json"
+        ev = entry.get("eval") or {}
+        out = {"label": REPORT[method]["label"], "preset": method, "method": cfg.method, "status": status,
+               "seeds": cfg.seed_list, "updates": rc.updates, "updates_done": done,
+               "train_seconds": entry.get("train_seconds", 0.0), "train_sessions": entry.get("train_sessions", 0),
+               "eval_seconds": ev.get("seconds", 0.0) if status == "done" else None,
+               "hardware": entry.get("hardware", []),
+               "report": {"solved_rate_mean": REPORT[method]["solved_rate"], "solved_rate_std": REPORT[method]["std"],
+                          "runs": REPORT_RUNS, "wall_hours": REPORT[method]["wall_hours"]},
+               "config": flat_config(json.loads(saved.read_text())) if saved.exists() else cfg.options()}
+        if status == "done":
+            runs = [ev["runs"][str(s)] for s in cfg.seed_list]
+            out["per_seed"] = {name: {k: [r["mazes"][name][k] for r in runs] for k in METRICS} for name in names}
+            out["per_seed"]["suite_mean"] = {k: [float(np.mean([r["mazes"][n][k] for n in names])) for r in runs]
+                                             for k in METRICS}
+            out["summary"] = summarize(runs, rep.mazes)
+        doc["methods"][method] = out
+    return json.loads(json.dumps(doc, default=float), parse_constant=lambda _: None)  # NaN -> null
+
+
+def _duration(seconds) -> str:
+    if seconds is None:
+        return "—"
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.2f} h"
+
+
+def _cell(stat) -> str:
+    if stat is None:
+        return "—"
+    if stat["ci_low"] is None:
+        return f"{stat['mean']:.3f}"
+    return f"{stat['mean']:.3f} [{stat['ci_low']:.3f}, {stat['ci_high']:.3f}]"
+
+
+def render_table(doc: dict) -> str:
+    s = doc["settings"]
+    methods = doc["methods"]
+    title = f"# The minimax report's Table 2, reproduced: {s['updates']:,} updates"
+    if doc["short_of_report"]:
+        title += f" (short of the report's {REPORT_UPDATES // 1000}k updates)"
+    lines = [title, ""]
+    if doc["short_of_report"]:
+        lines += [f"**Short of the report's 30k updates**: {s['updates']:,} of {REPORT_UPDATES:,} PPO updates per "
+                  "seed, so the solved rates are not comparable with the report's.", ""]
+    def device(h):
+        kind = h["platform"] if h["device_kind"] == h["platform"] else f"{h['platform']} {h['device_kind']}"
+        return f"{h['device_count']} x {kind} (CPU: {h['cpu']}, {h['cpu_count']} cores)"
+
+    hw = sorted({device(h) for m in methods.values() for h in m["hardware"]})
+    lines += [
+        f"- Protocol: per method, {s['seeds']} seeds trained in one vmapped program for {s['updates']:,} PPO updates, "
+        f"then evaluated on the `{s['suite']}` mazes ({len(s['mazes'])}), {s['eval_episodes']} episodes per maze "
+        "and seed (sampled actions).",
+        "- Ours: mean and 95% Student-t confidence interval across seeds. Report: mean ± std over 10 runs "
+        "(a standard deviation, not a confidence interval), after 30k updates.",
+        "- Wall time: ours is training summed over every command of a resumed chain (compilation included) "
+        "and evaluation; the report's is per run on one V100 GPU.",
+        f"- Hardware: {'; '.join(hw) if hw else '—'}.",
+    ]
+    if s["overrides"]:
+        overrides = ", ".join(f"`{k}={v}`" for k, v in s["overrides"].items())
+        lines.append(f"- Overrides of the presets: {overrides}.")
+    lines += ["", "## Suite mean", "",
+              "| Method | Status | Seeds | Updates | Solved rate (ours, 95% CI) "
+              "| Solved rate (report, mean ± std of 10) | Return (ours, 95% CI) | Train wall time (ours) "
+              "| Eval wall time (ours) | Wall time (report) |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, m in methods.items():
+        summary = m.get("summary", {}).get("suite_mean", {})
+        r = m["report"]
+        sessions = m["train_sessions"]
+        train = _duration(m["train_seconds"]) + (f" ({sessions} commands)" if sessions > 1 else "")
+        report = f"{r['solved_rate_mean']:.2f} ± {r['solved_rate_std']:.2f}"
+        lines.append(f"| {m['label']} (`{name}`) | {m['status']} | {len(m['seeds'])} | {m['updates_done']:,} "
+                     f"| {_cell(summary.get('solved_rate'))} | {report} | {_cell(summary.get('return'))} | {train} "
+                     f"| {_duration(m['eval_seconds'])} | {r['wall_hours']} h |")
+    for metric, heading in (("solved_rate", "Solved rate per maze"), ("return", "Return per maze")):
+        lines += ["", f"## {heading} (mean [95% CI] across seeds)", "",
+                  "| Maze | " + " | ".join(m["label"] for m in methods.values()) + " |",
+                  "|---|" + "---|" * len(methods)]
+        for maze in [*s["mazes"], "suite_mean"]:
+            cells = [_cell(m.get("summary", {}).get(maze, {}).get(metric)) for m in methods.values()]
+            lines.append(f"| {'**suite mean**' if maze == 'suite_mean' else maze} | " + " | ".join(cells) + " |")
+        if metric == "solved_rate":
+            lines.append("| report (suite, mean ± std of 10) | " + " | ".join(
+                f"{m['report']['solved_rate_mean']:.2f} ± {m['report']['solved_rate_std']:.2f}"
+                for m in methods.values()) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(rep: "Reproduction") -> str:
+    doc = collect(rep)
+    (rep.out / "results.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    table = render_table(doc)
+    (rep.out / "table.md").write_text(table)
+    return table
