@@ -286,8 +286,8 @@ class TrainConfig:
         return cls.from_dict(values)
 
 
-GROUPS: dict[str, type] = {"env": EnvConfig, "model": ModelConfig, "ppo": PPOConfig, "eval": EvalConfig, "buffer": BufferConfig,
-          "curriculum": CurriculumConfig}
+GROUPS: dict[str, type] = {"env": EnvConfig, "model": ModelConfig, "ppo": PPOConfig, "eval": EvalConfig,
+                           "buffer": BufferConfig, "curriculum": CurriculumConfig}
 
 
 OPTIONS, OPTION_TYPES = option_table(TrainConfig, GROUPS)

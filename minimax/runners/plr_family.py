@@ -80,7 +80,8 @@ class CurriculumConfig:
     n_mutations: int = 20
     """Edits per mutation (ACCEL)."""
     mutation_criterion: MutationCriterion = "batch"
-    """ACCEL parents: batch (every replayed level, one child each), easy / hard (the q lowest / highest scores, tiled)."""
+    """ACCEL parents: batch (every replayed level, one child each), easy / hard (the q lowest / highest
+    scores, tiled)."""
     mutation_subsample: int = 4
     """ACCEL: q, the replayed levels mutated by --mutation-criterion easy or hard (unused by batch)."""
     max_search_rollouts: int = 256

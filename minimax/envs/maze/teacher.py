@@ -152,7 +152,10 @@ class MazeTeacher:
 
     def observation_space(self, params: TeacherParams) -> Dict:
         shape = (params.height + 2, params.width + 2, 3)
-        image = Box(0.0, OBJ_AGENT / 10.0, shape, jnp.float32) if params.normalize_obs else Box(0, 255, shape, jnp.uint8)
+        if params.normalize_obs:
+            image = Box(0.0, OBJ_AGENT / 10.0, shape, jnp.float32)
+        else:
+            image = Box(0, 255, shape, jnp.uint8)
         spaces = {"image": image, "time": Discrete(params.num_steps + 1)}
         if params.noise_dim:
             spaces["noise"] = Box(0.0, 1.0, (params.noise_dim,), jnp.float32)
