@@ -1,6 +1,7 @@
-"""Actor-critic networks and their recurrent cores."""
+"""Actor-critic networks (the student, the PAIRED teacher) and their recurrent cores."""
 
 from minimax.models.maze import MazeActorCritic, count_params
 from minimax.models.recurrent import GRU, LSTM
+from minimax.models.teacher import MazeTeacherActorCritic
 
-__all__ = ["MazeActorCritic", "LSTM", "GRU", "count_params"]
+__all__ = ["MazeActorCritic", "MazeTeacherActorCritic", "LSTM", "GRU", "count_params"]

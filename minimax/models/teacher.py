@@ -1,0 +1,69 @@
+"""The teacher network of PAIRED (Dennis et al., 2020), as the minimax release's `default_teacher_cnn`.
+
+It reads the teacher's design observation (`envs/maze/teacher.py`): conv 3x3 (128 filters,
+VALID, ReLU) on the full `(H+2) x (W+2)` map -> 13 x 13 x 128 = 21,632 features; an embedding
+of the time step (one row per design step -> 10); the noise vector (50); concatenated (21,692)
+into an LSTM (256); policy head Dense(32)+tanh -> Dense(H*W), one logit per cell; value head
+Dense(32)+tanh -> Dense(1). For the report's 13x13 maze and 60 walls: 22,502,038 parameters,
+almost all in the LSTM's input kernel (21,692 x 1,024).
+
+Initialisation as the release's (and as our student's, `models/maze.py`): orthogonal with gain
+sqrt 2 for the conv and the head hidden layers, gain 1 for the embedding, the recurrent core
+(per gate) and the value output, the constant 0.01 for the policy output (a uniform initial
+policy over cells), zero biases.
+
+One difference, on purpose: the time step is clipped to the last design step before the
+embedding. The observation after the last step has time = `num_steps`, one past the table;
+the release's `nn.Embed` reads it out of range (a NaN row under JAX's fill mode) where it
+bootstraps that episode's last value. Nothing acts on that observation and its value is
+multiplied by `1 - done = 0`, but a NaN times 0 is NaN.
+"""
+
+from __future__ import annotations
+
+import math
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from minimax.models.recurrent import CORES
+
+
+class MazeTeacherActorCritic(nn.Module):
+    n_cells: int = 169          # actions: one per maze cell
+    num_steps: int = 62         # design steps: time embeddings
+    conv_filters: int = 128
+    time_embed_size: int = 10
+    recurrent_cell: str = "lstm"
+    recurrent_size: int = 256
+    head_hidden: int = 32
+
+    def initial_carry(self, batch: int):
+        """Zero recurrent state for `batch` designs (the state at an episode start)."""
+        return CORES[self.recurrent_cell].initial_carry(batch, self.recurrent_size)
+
+    @nn.compact
+    def __call__(self, carry, obs: dict, reset: jax.Array):
+        """`(carry, obs[T, N], reset[T, N]) -> (carry, logits[T, N, cells], value[T, N])`."""
+        image = obs["image"].astype(jnp.float32)
+        t, n = image.shape[:2]
+        trunk = nn.initializers.orthogonal(math.sqrt(2))
+        x = nn.Conv(self.conv_filters, (3, 3), padding="VALID", kernel_init=trunk, name="conv")(
+            image.reshape((t * n,) + image.shape[2:]))
+        parts = [nn.relu(x).reshape(t, n, -1)]
+        time = jnp.clip(obs["time"].astype(jnp.int32), 0, self.num_steps - 1)
+        parts.append(nn.Embed(self.num_steps, self.time_embed_size, embedding_init=nn.initializers.orthogonal(1.0),
+                              name="time_embed")(time))
+        if "noise" in obs:
+            parts.append(obs["noise"].astype(jnp.float32))
+        carry, h = CORES[self.recurrent_cell](self.recurrent_size, name="core")(
+            carry, jnp.concatenate(parts, axis=-1), reset)
+
+        def head(out_size, out_init, name):
+            y = nn.tanh(nn.Dense(self.head_hidden, kernel_init=trunk, name=f"{name}_hidden")(h))
+            return nn.Dense(out_size, kernel_init=out_init, name=f"{name}_out")(y)
+
+        logits = head(self.n_cells, nn.initializers.constant(0.01), "policy")  # uniform initial policy
+        value = head(1, nn.initializers.orthogonal(1.0), "value")[..., 0]
+        return carry, logits, value
