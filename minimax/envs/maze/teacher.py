@@ -70,7 +70,7 @@ class TeacherState:
 
 class MazeTeacher:
     """`reset(key, params) -> (obs, state)`, `step(key, state, action, params) -> (obs, state, 0,
-    done, {})`, `level(state, params) -> Level` (the design; complete once `done`)."""
+    done, info)`, `level(state, params) -> Level` (the design; complete once `done`)."""
 
     def default_params(self, **overrides) -> TeacherParams:
         return TeacherParams(**overrides)
@@ -98,7 +98,9 @@ class MazeTeacher:
         state = state.replace(cells=jnp.where(active, state.cells.at[t].set(cell, mode="drop"), state.cells),
                               time=jnp.where(active, t + 1, t))
         done = state.time >= params.num_steps
-        return self.get_obs(k_noise, state, params), state, jnp.zeros((), jnp.float32), done, {}
+        # A design ends complete, never cut: "terminated" (the rollout helpers' convention).
+        info = {"terminated": done, "truncated": jnp.zeros((), bool)}
+        return self.get_obs(k_noise, state, params), state, jnp.zeros((), jnp.float32), done, info
 
     # ------------------------------------------------------------------ the design so far
 
