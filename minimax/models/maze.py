@@ -46,25 +46,40 @@ class MazeActorCritic(nn.Module):
     @nn.compact
     def __call__(self, carry, obs: dict, reset: jax.Array):
         """`(carry, obs[T, N], reset[T, N]) -> (carry, logits[T, N, A], value[T, N])`."""
-        image = obs["image"].astype(jnp.float32)
-        t, n = image.shape[:2]
-        trunk = nn.initializers.orthogonal(math.sqrt(2))
-        x = nn.Conv(self.conv_filters, (3, 3), padding="VALID", kernel_init=trunk, name="conv")(
-            image.reshape((t * n,) + image.shape[2:]))
-        x = nn.relu(x).reshape(t, n, -1)
+        x = conv_features(obs["image"], self.conv_filters)
         d = nn.Embed(4, self.dir_embed_size, embedding_init=nn.initializers.orthogonal(1.0),
                      name="dir_embed")(obs["agent_dir"].astype(jnp.int32))
         x = jnp.concatenate([x, d], axis=-1)
 
         carry, h = CORES[self.recurrent_cell](self.recurrent_size, name="core")(carry, x, reset)
-
-        def head(out_size, out_init, name):
-            y = nn.tanh(nn.Dense(self.head_hidden, kernel_init=trunk, name=f"{name}_hidden")(h))
-            return nn.Dense(out_size, kernel_init=out_init, name=f"{name}_out")(y)
-
-        logits = head(self.n_actions, nn.initializers.constant(0.01), "policy")  # uniform initial policy
-        value = head(1, nn.initializers.orthogonal(1.0), "value")[..., 0]
+        logits, value = actor_critic_heads(h, self.n_actions, self.head_hidden)
         return carry, logits, value
+
+
+# Shared with the PAIRED teacher (models/teacher.py): called inside a module's compact `__call__`,
+# they add their layers to that module under the same names.
+
+def conv_features(image, filters: int):
+    """`image [T, N, h, w, c]` -> conv 3x3 (VALID, orthogonal gain sqrt 2) + ReLU, flattened `[T, N, F]`."""
+    image = image.astype(jnp.float32)
+    t, n = image.shape[:2]
+    x = nn.Conv(filters, (3, 3), padding="VALID", kernel_init=nn.initializers.orthogonal(math.sqrt(2)),
+                name="conv")(image.reshape((t * n,) + image.shape[2:]))
+    return nn.relu(x).reshape(t, n, -1)
+
+
+def actor_critic_heads(h, n_actions: int, hidden: int):
+    """`(logits [..., n_actions], value [...])`: Dense(hidden)+tanh then Dense, per head; the policy
+    output is the constant 0.01 (a uniform initial policy), the value output orthogonal gain 1."""
+    trunk = nn.initializers.orthogonal(math.sqrt(2))
+
+    def head(out_size, out_init, name):
+        y = nn.tanh(nn.Dense(hidden, kernel_init=trunk, name=f"{name}_hidden")(h))
+        return nn.Dense(out_size, kernel_init=out_init, name=f"{name}_out")(y)
+
+    logits = head(n_actions, nn.initializers.constant(0.01), "policy")
+    value = head(1, nn.initializers.orthogonal(1.0), "value")[..., 0]
+    return logits, value
 
 
 def count_params(params) -> int:

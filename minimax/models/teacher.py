@@ -21,12 +21,12 @@ multiplied by `1 - done = 0`, but a NaN times 0 is NaN.
 
 from __future__ import annotations
 
-import math
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from minimax.models.maze import actor_critic_heads, conv_features
 from minimax.models.recurrent import CORES
 
 
@@ -46,12 +46,7 @@ class MazeTeacherActorCritic(nn.Module):
     @nn.compact
     def __call__(self, carry, obs: dict, reset: jax.Array):
         """`(carry, obs[T, N], reset[T, N]) -> (carry, logits[T, N, cells], value[T, N])`."""
-        image = obs["image"].astype(jnp.float32)
-        t, n = image.shape[:2]
-        trunk = nn.initializers.orthogonal(math.sqrt(2))
-        x = nn.Conv(self.conv_filters, (3, 3), padding="VALID", kernel_init=trunk, name="conv")(
-            image.reshape((t * n,) + image.shape[2:]))
-        parts = [nn.relu(x).reshape(t, n, -1)]
+        parts = [conv_features(obs["image"], self.conv_filters)]
         time = jnp.clip(obs["time"].astype(jnp.int32), 0, self.num_steps - 1)
         parts.append(nn.Embed(self.num_steps, self.time_embed_size, embedding_init=nn.initializers.orthogonal(1.0),
                               name="time_embed")(time))
@@ -60,10 +55,5 @@ class MazeTeacherActorCritic(nn.Module):
         carry, h = CORES[self.recurrent_cell](self.recurrent_size, name="core")(
             carry, jnp.concatenate(parts, axis=-1), reset)
 
-        def head(out_size, out_init, name):
-            y = nn.tanh(nn.Dense(self.head_hidden, kernel_init=trunk, name=f"{name}_hidden")(h))
-            return nn.Dense(out_size, kernel_init=out_init, name=f"{name}_out")(y)
-
-        logits = head(self.n_cells, nn.initializers.constant(0.01), "policy")  # uniform initial policy
-        value = head(1, nn.initializers.orthogonal(1.0), "value")[..., 0]
+        logits, value = actor_critic_heads(h, self.n_cells, self.head_hidden)
         return carry, logits, value
