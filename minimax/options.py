@@ -26,6 +26,7 @@ class ConfigError(ValueError):
     """A configuration value is invalid; the message names the option (as its CLI flag)."""
 
 
+@functools.cache
 def _hints(cls) -> dict:
     return typing.get_type_hints(cls, include_extras=True)
 
@@ -64,8 +65,9 @@ def choices(cls, field: str) -> tuple:
     return typing.get_args(tp)
 
 
-def literal_fields(cls) -> list[str]:
-    return [f.name for f in dataclasses.fields(cls) if typing.get_origin(_strip(_hints(cls)[f.name])) is Literal]
+@functools.cache
+def literal_fields(cls) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls) if typing.get_origin(_strip(_hints(cls)[f.name])) is Literal)
 
 
 class Checks:
