@@ -8,15 +8,19 @@ are passed through as they are; the builder only adds what is derived from the w
 
 from __future__ import annotations
 
+import jax
+
 from minimax.agents.ppo import PPOConfig
 from minimax.config import TrainConfig
 from minimax.devices import DeviceLayout, plan_layout
 from minimax.envs.maze import AMaze, MazeParams, make_dr_generator, make_empty_generator
+from minimax.envs.maze.teacher import MazeTeacher, TeacherParams
 from minimax.envs.maze.mutators import make_mutator
 from minimax.envs.maze.paths import env_metrics
 from minimax.models import MazeActorCritic
+from minimax.models.teacher import MazeTeacherActorCritic
 from minimax.parallel import NO_SHARD, Shard
-from minimax.runners import RUNNERS, DRRunner
+from minimax.runners import RUNNERS, DRRunner, PAIREDRunner
 from minimax.runners.eval import EvalRunner, SuiteEvaluator
 
 
@@ -57,11 +61,32 @@ def level_generator(cfg: TrainConfig):
     return make_dr_generator(e.maze_height, e.maze_width, n_walls=e.n_walls)
 
 
+def teacher_params(cfg: TrainConfig) -> TeacherParams:
+    """The design MDP of the learned-teacher methods (PAIRED and relatives)."""
+    t = cfg.teacher
+    return TeacherParams(height=cfg.env.maze_height, width=cfg.env.maze_width, n_walls=t.teacher_n_walls,
+                         noise_dim=t.teacher_noise_dim, replace_wall_pos=t.teacher_replace_wall_pos,
+                         normalize_obs=cfg.env.normalize_obs)
+
+
+def make_teacher_model(cfg: TrainConfig) -> MazeTeacherActorCritic:
+    t = cfg.teacher
+    return MazeTeacherActorCritic(n_cells=cfg.env.maze_height * cfg.env.maze_width,
+                                  num_steps=teacher_params(cfg).num_steps, conv_filters=t.teacher_conv_filters,
+                                  recurrent_size=t.teacher_recurrent_size)
+
+
 def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD):
     """The runner of `cfg` for one seed; `shard`: its device's part of a data-parallel mesh."""
+    runner = RUNNERS[cfg.method]
+    if runner is PAIREDRunner:
+        students = ppo_config(cfg)
+        return PAIREDRunner(make_env(cfg), env_params(cfg), MazeTeacher(), teacher_params(cfg), make_model(cfg),
+                            make_teacher_model(cfg), students, cfg.teacher.ppo(students), cfg.num_envs,
+                            cfg.num_steps, n_students=cfg.teacher.n_students,
+                            score=cfg.teacher.score_for(cfg.method), level_metrics=env_metrics, shard=shard)
     args = (make_env(cfg), env_params(cfg), level_generator(cfg), make_model(cfg), ppo_config(cfg), cfg.num_envs,
             cfg.num_steps)
-    runner = RUNNERS[cfg.method]
     if runner is DRRunner:
         return DRRunner(*args, shard=shard)
     mutator = make_mutator(cfg.env.mutator, cfg.curriculum.n_mutations) if runner.mutates else None
@@ -72,11 +97,20 @@ def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD):
 def device_layout(cfg: TrainConfig) -> DeviceLayout:
     """Seeds and devices of `cfg` as a mesh; bad combinations are `DeviceError`s naming the flags."""
     runner, cur = RUNNERS[cfg.method], cfg.curriculum
-    per_device_buffer = runner is not DRRunner and not cfg.global_buffer
-    subsample = cur.mutation_subsample if runner is not DRRunner and runner.mutates and \
-        cur.mutation_criterion != "batch" else 0
+    plr_family = runner not in (DRRunner, PAIREDRunner)
+    per_device_buffer = plr_family and not cfg.global_buffer
+    subsample = cur.mutation_subsample if plr_family and runner.mutates and cur.mutation_criterion != "batch" else 0
     return plan_layout(cfg.seed_list, cfg.devices, cfg.num_envs,
                        cfg.buffer.capacity if per_device_buffer else None, subsample)
+
+
+def evaluated_params(cfg: TrainConfig, params, multi_seed: bool):
+    """The evaluated policy's part of a run's `train_state.params` (`[seeds, ...]` when `multi_seed`):
+    all of it, or the protagonist of a student population (PAIRED and relatives)."""
+    agent = getattr(RUNNERS[cfg.method], "evaluated_agent", None)
+    if agent is None:
+        return params
+    return jax.tree.map(lambda x: x[:, agent] if multi_seed else x[agent], params)
 
 
 def make_eval_runner(cfg: TrainConfig, episodes: int, greedy: bool = False, **options) -> EvalRunner:

@@ -2,7 +2,8 @@
 
 `TrainConfig` holds the experiment's own options (seeds, run directory, logging, devices) and
 one group per component: `env`, `model`, `ppo` (`agents.ppo.PPOConfig`), `eval`, `buffer`
-(`curricula.level_buffer.BufferConfig`), `curriculum` (`runners.plr_family.CurriculumConfig`).
+(`curricula.level_buffer.BufferConfig`), `curriculum` (`runners.plr_family.CurriculumConfig`),
+`teacher` (`runners.paired.TeacherConfig`, the learned teacher of PAIRED and relatives).
 A group is the single home of its options (field, default, docstring = `--help`, its own
 checks); `TrainConfig` adds the checks across groups. Flags stay flat (`--lr`, `--buffer-size`),
 `config.json` is the tree, and flat `config.json` files of older runs still load.
@@ -24,13 +25,16 @@ from minimax.agents.ppo import PPOConfig
 from minimax.curricula.level_buffer import BufferConfig
 from minimax.envs.maze.mutators import MUTATORS
 from minimax.options import ConfigError, check, flag, flag_names, flatten, option_table, raise_problems
+from minimax.runners.paired import TeacherConfig, population_problem
 from minimax.runners.plr_family import CurriculumConfig
 
-Method = Literal["dr", "plr", "robust_plr", "parallel_plr", "accel", "parallel_accel"]
+Method = Literal["dr", "plr", "robust_plr", "parallel_plr", "accel", "parallel_accel", "paired", "pop_paired",
+                 "minimax_adversary"]
 METHODS: tuple[str, ...] = typing.get_args(Method)
-PLR_METHODS = METHODS[1:]
+PLR_METHODS = ("plr", "robust_plr", "parallel_plr", "accel", "parallel_accel")
 MUTATION_METHODS = ("accel", "parallel_accel")
-PresetName = Literal["dr", "plr", "accel", "pplr", "paccel"]
+TEACHER_METHODS = ("paired", "pop_paired", "minimax_adversary")
+PresetName = Literal["dr", "plr", "accel", "pplr", "paccel", "paired", "pop_paired", "minimax_adversary"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,13 +132,14 @@ def _group(cls):
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    """Train a student on AMaze with an autocurriculum (domain randomisation, PLR, ACCEL)."""
+    """Train a student on AMaze with an autocurriculum (domain randomisation, PLR, ACCEL, PAIRED)."""
 
     # ---------------------------------------------------------------- run
     preset: PresetName = "dr"
     """Start from this method's published configuration; other options override single values."""
     method: Method = "dr"
-    """Autocurriculum: dr (domain randomisation), plr, robust_plr, parallel_plr, accel, parallel_accel."""
+    """Autocurriculum: dr (domain randomisation), plr, robust_plr, parallel_plr, accel, parallel_accel, paired,
+    pop_paired (population PAIRED), minimax_adversary."""
     seed: int = 0
     """Random seed: the same seed and config give the same run, number for number (on one backend)."""
     seeds: str = ""
@@ -194,6 +199,8 @@ class TrainConfig:
     """The PLR family's level buffer (minimax.curricula.level_buffer.BufferConfig)."""
     curriculum: CurriculumConfig = _group(CurriculumConfig)
     """How the PLR family uses its buffer (minimax.runners.plr_family.CurriculumConfig)."""
+    teacher: TeacherConfig = _group(TeacherConfig)
+    """The learned teacher of paired, pop_paired and minimax_adversary (minimax.runners.paired.TeacherConfig)."""
 
     def __post_init__(self):
         raise_problems(_problems(self))
@@ -287,7 +294,7 @@ class TrainConfig:
 
 
 GROUPS: dict[str, type] = {"env": EnvConfig, "model": ModelConfig, "ppo": PPOConfig, "eval": EvalConfig,
-                           "buffer": BufferConfig, "curriculum": CurriculumConfig}
+                           "buffer": BufferConfig, "curriculum": CurriculumConfig, "teacher": TeacherConfig}
 
 
 OPTIONS, OPTION_TYPES = option_table(TrainConfig, GROUPS)
@@ -336,6 +343,22 @@ def _problems(c: TrainConfig):
         yield f"--run-name must be a plain directory name, got {c.run_name!r}"
     if c.method in PLR_METHODS:
         yield from _curriculum_problems(c)
+    if c.method in TEACHER_METHODS:
+        yield from _teacher_problems(c)
+
+
+def _teacher_problems(c: TrainConfig):
+    """The learned teacher's options against the method and the maze (only for those methods)."""
+    t, e = c.teacher, c.env
+    problem = population_problem(t.score_for(c.method), t.n_students)
+    if problem:
+        yield f"{c.method}: {problem}"
+    cells = e.maze_height * e.maze_width
+    if t.teacher_n_walls > cells - 2:
+        yield (f"--teacher-n-walls ({t.teacher_n_walls}) is larger than a {e.maze_height}x{e.maze_width} maze "
+               f"allows: at most {cells - 2} (its cells minus the goal and the agent)")
+    if c.num_envs > 0 and c.num_envs % t.teacher_n_minibatches:
+        yield f"--teacher-n-minibatches ({t.teacher_n_minibatches}) must divide --num-envs ({c.num_envs})"
 
 
 def _curriculum_problems(c: TrainConfig):
@@ -371,6 +394,14 @@ _SHARED = dict(num_updates=30_000, num_envs=32, num_steps=256, n_epochs=5, n_min
                eval_every=100, eval_suite="validation", eval_episodes=10, checkpoint_every=1000)
 _PLR = dict(buffer_size=4000, score_function="maxmc", score_transform="rank", staleness_coef=0.3,
             min_fill_ratio=0.5, unique_levels=True)
+_TEACHER = dict(teacher_lr=1e-4, teacher_gamma=0.995, teacher_gae_lambda=0.98, teacher_entropy_coef=0.05,
+                teacher_value_coef=0.5, teacher_n_epochs=5, teacher_n_minibatches=1, teacher_clip_eps=0.2,
+                teacher_n_walls=60, teacher_noise_dim=50, teacher_replace_wall_pos=True, teacher_conv_filters=128,
+                teacher_recurrent_size=256)
+"""Table 5's PAIRED column for the generator (teacher), with the release's `maze/paired.json` for
+what the table leaves out (design budget, noise, network)."""
+N_STUDENTS = {"paired": 2, "pop_paired": 3, "minimax_adversary": 1}
+"""Students per learned-teacher preset. The report fixes only N >= 2 for population PAIRED; 3 is ours."""
 _ACCEL = dict(mutation_criterion="batch", mutation_subsample=4, n_walls=0)  # ACCEL grows levels from empty rooms
 
 TABLE_5 = {
@@ -380,6 +411,9 @@ TABLE_5 = {
     "accel": ("accel", 0.995, 1e-4, 0.0, 0.8, 0.1, 20),
     "pplr": ("parallel_plr", 0.999, 1e-4, 0.0, 0.5, 0.3, None),
     "paccel": ("parallel_accel", 0.995, 1e-4, 0.0, 0.8, 0.1, 10),
+    "paired": ("paired", 0.995, 1e-4, 1e-3, None, None, None),
+    "pop_paired": ("pop_paired", 0.995, 1e-4, 1e-3, None, None, None),
+    "minimax_adversary": ("minimax_adversary", 0.995, 1e-4, 1e-3, None, None, None),
 }
 """The minimax report's Table 5 (LSTM student), the columns that differ between methods."""
 
@@ -387,7 +421,9 @@ TABLE_5 = {
 def _preset(name: str) -> TrainConfig:
     method, gamma, lr, entropy, p, beta, mutations = TABLE_5[name]
     values = dict(preset=name, method=method, gamma=gamma, lr=lr, entropy_coef=entropy, n_walls=60, **_SHARED)
-    if method != "dr":
+    if method in TEACHER_METHODS:
+        values.update(_TEACHER, n_students=N_STUDENTS[method])
+    elif method != "dr":
         values.update(_PLR, replay_prob=p, temperature=beta)
     if mutations:
         values.update(_ACCEL, n_mutations=mutations)
@@ -395,4 +431,5 @@ def _preset(name: str) -> TrainConfig:
 
 
 PRESETS: dict[str, TrainConfig] = {name: _preset(name) for name in TABLE_5}
-"""The minimax report's maze configurations with an LSTM student (its Table 5), by preset name."""
+"""The minimax report's maze configurations with an LSTM student (its Table 5), by preset name
+(the learned-teacher presets share Table 5's PAIRED column)."""

@@ -24,7 +24,7 @@ import jax
 import numpy as np
 import tyro
 
-from minimax.build import env_params, level_generator, make_eval_runner, make_model, obs_options
+from minimax.build import env_params, evaluated_params, level_generator, make_eval_runner, make_model, obs_options
 from minimax.checkpoint import Checkpointer, CheckpointError
 from minimax.config import ConfigError, TrainConfig
 from minimax.envs.maze.level import InvalidLevelError
@@ -72,6 +72,7 @@ def load_policies(run_dir, step: int | None = None) -> list[Policy]:
     except CheckpointError as e:
         raise EvaluateError(str(e)) from None
     seeds = cfg.seed_list
+    params = evaluated_params(cfg, params, len(seeds) > 1)  # PAIRED and relatives: the protagonist
     if len(seeds) == 1:
         return [Policy(run_dir.name, seeds[0], step, cfg, params)]
     return [Policy(run_dir.name, s, step, cfg, jax.tree.map(lambda x, i=i: x[i], params))

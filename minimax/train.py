@@ -23,7 +23,7 @@ import numpy as np
 import tyro
 
 from minimax.checkpoint import Checkpointer, CheckpointError
-from minimax.build import build_runner, device_layout, make_evaluator
+from minimax.build import build_runner, device_layout, evaluated_params, make_evaluator
 from minimax.config import PRESETS, ConfigError, TrainConfig, flag
 from minimax.metrics import log_columns, mean_row, summarize
 from minimax.run_logs import RunLogger
@@ -196,11 +196,12 @@ def train(cfg: TrainConfig, on_checkpoint=None) -> dict:
             rows = log_rows(rows, layout, update, cycles, env_steps, time.perf_counter() - t0)
             final = update >= cfg.num_updates
             if cfg.eval.eval_every and (update % cfg.eval.eval_every == 0 or final):
-                params = seed_params(state.train_state.params, layout)  # every process takes part
+                params = seed_params(evaluated_params(cfg, state.train_state.params, layout.multi_seed),
+                                     layout)  # every process takes part
                 if evaluator is not None:
                     for r, p, k in zip(rows, params, eval_keys):
                         r.update({f"eval/{n}": v for n, v in evaluator(jax.random.fold_in(k, update), p).items()})
-            if cfg.buffer_png and cfg.method != "dr":
+            if cfg.buffer_png and hasattr(state, "buffer"):
                 save_buffer_pictures(state.buffer, cfg, layout, run_dir / "buffer", update, lead)
             row = mean_row(rows) if layout.multi_seed else rows[0]
             if logger is not None:

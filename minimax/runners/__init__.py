@@ -1,12 +1,14 @@
 """Runners: one pure, jittable `init(key)` / `step(state)` pair per autocurriculum (see `base.Runner`).
 
 One module per method: `dr`, `plr`, `robust_plr`, `accel`, `parallel_plr`, `parallel_accel`;
-the PLR family's shared pieces are in `plr_family`. `RUNNERS` maps `--method` to its class.
+the PLR family's shared pieces are in `plr_family`; `paired` runs every learned-teacher method
+(PAIRED, population PAIRED, the minimax adversary: one runner, three teacher rewards). `RUNNERS` maps `--method` to its class.
 """
 
 from minimax.runners.accel import ACCELRunner
 from minimax.runners.base import Runner
 from minimax.runners.dr import DRRunner, DRState
+from minimax.runners.paired import PAIREDRunner, PAIREDState, TeacherConfig
 from minimax.runners.parallel_accel import ParallelACCELRunner
 from minimax.runners.parallel_plr import ParallelPLRRunner
 from minimax.runners.plr import PLRRunner
@@ -20,8 +22,12 @@ RUNNERS: dict[str, type] = {
     "parallel_plr": ParallelPLRRunner,
     "accel": ACCELRunner,
     "parallel_accel": ParallelACCELRunner,
+    "paired": PAIREDRunner,
+    "pop_paired": PAIREDRunner,
+    "minimax_adversary": PAIREDRunner,
 }
 """Every method's runner class, by `--method` name."""
 
-__all__ = ["ACCELRunner", "CurriculumConfig", "DRRunner", "DRState", "PLRFamilyRunner", "PLRRunner", "PLRState",
-           "ParallelACCELRunner", "ParallelPLRRunner", "RUNNERS", "RobustPLRRunner", "Runner"]
+__all__ = ["ACCELRunner", "CurriculumConfig", "DRRunner", "DRState", "PAIREDRunner", "PAIREDState", "PLRFamilyRunner",
+           "PLRRunner", "PLRState", "ParallelACCELRunner", "ParallelPLRRunner", "RUNNERS", "RobustPLRRunner", "Runner",
+           "TeacherConfig"]

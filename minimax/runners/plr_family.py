@@ -49,11 +49,10 @@ from minimax.curricula.level_buffer import (BufferConfig, LevelBuffer, buffer_st
 from minimax.curricula.scores import SCORE_FUNCTIONS, ScoreInputs, rollout_max_return, score_levels
 from minimax.curricula.training_set import (REPLAY_SCHEDULES, TrainingSet, draw_new_seeds, init_training_set,
                                             level_from_seed, replay_probability)
-from minimax.envs.wrappers import ReplayAutoReset
 from minimax.metrics import mean_sums, reduce_over_devices
 from minimax.options import check
 from minimax.parallel import NO_SHARD, Shard
-from minimax.runners.rollout import Rollout, collect_rollout, episode_metrics, start_stream
+from minimax.runners.rollout import Rollout, episode_metrics, play_levels
 
 MutationCriterion = Literal["batch", "easy", "hard"]
 MUTATION_CRITERIA: tuple[str, ...] = typing.get_args(MutationCriterion)
@@ -154,7 +153,6 @@ class PLRFamilyRunner:
         self.capacity = buffer.capacity if global_buffer else buffer.capacity // d
         buffer = dataclasses.replace(buffer, capacity=self.capacity)
         self.buffer_cfg, self.cur, self.mutator, self.level_metrics = buffer, curriculum, mutator, level_metrics
-        self.replay_env = ReplayAutoReset(env)
 
     # ------------------------------------------------------------------ setup
 
@@ -232,19 +230,11 @@ class PLRFamilyRunner:
             played = self._played(played)
         return insert(buffer, levels, scores, max_returns, valid, self.buffer_cfg, mutations, played)[0]
 
-    def _env_step(self, key, env_state, actions):
-        keys = self.shard.env_keys(key, actions.shape[0])
-        return jax.vmap(self.replay_env.step, in_axes=(0, 0, 0, None))(keys, env_state, actions, self.env_params)
-
     def rollout(self, key, params, levels) -> Rollout:
         """T steps of one env per level, each env replaying its level."""
         n = jax.tree.leaves(levels)[0].shape[0]
-        env_state = jax.vmap(self.env.init_state, in_axes=(0, None))(levels, self.env_params)
-        obs = jax.vmap(self.env.get_obs, in_axes=(0, None))(env_state, self.env_params)
-        stream = start_stream(env_state, obs, self.model.initial_carry(n))
-        rollout, _ = collect_rollout(key, self.model.apply, params, self._env_step, stream, self.num_steps,
-                                     self.shard)
-        return rollout
+        return play_levels(key, self.env, self.env_params, self.model.apply, params, self.model.initial_carry(n),
+                           levels, self.num_steps, self.shard)
 
     def advantages(self, rollout: Rollout):
         adv, _ = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.last_value,

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from minimax.agents.ppo import PPOBatch, compute_gae
+from minimax.envs.wrappers import ReplayAutoReset
 from minimax.parallel import NO_SHARD, Shard
 
 
@@ -98,6 +99,25 @@ def collect_rollout(key, apply_fn, params, env_step: Callable, stream: EnvStream
     _, _, _, last_value, _ = policy_step(shard.env_keys(key, n), apply_fn, params, stream.carry, stream.obs,
                                          stream.reset)
     return Rollout(**out, init_carry=init_carry, last_value=last_value), stream
+
+
+def play_levels(key, env, env_params, apply_fn, params, initial_carry, levels, num_steps: int,
+                shard: Shard = NO_SHARD) -> Rollout:
+    """`num_steps` steps of one env per level from its start, each env replaying its level when an
+    episode ends (the PLR family's replays and scoring, the students of PAIRED). `initial_carry`:
+    the recurrent carry for the batch (zeroed anyway: the first observation starts an episode)."""
+    replay_env = ReplayAutoReset(env)
+    n = jax.tree.leaves(levels)[0].shape[0]
+
+    def env_step(key, env_state, actions):
+        keys = shard.env_keys(key, n)
+        return jax.vmap(replay_env.step, in_axes=(0, 0, 0, None))(keys, env_state, actions, env_params)
+
+    env_state = jax.vmap(env.init_state, in_axes=(0, None))(levels, env_params)
+    obs = jax.vmap(env.get_obs, in_axes=(0, None))(env_state, env_params)
+    rollout, _ = collect_rollout(key, apply_fn, params, env_step, start_stream(env_state, obs, initial_carry),
+                                 num_steps, shard)
+    return rollout
 
 
 def ppo_batch(rollout: Rollout, gamma: float, gae_lambda: float) -> PPOBatch:
