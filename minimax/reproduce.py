@@ -1,6 +1,6 @@
 """Reproduce the minimax report's Table 2 with one command: `python -m minimax.reproduce`.
 
-For each method (presets `dr`, `plr` = PLR⊥, `pplr` = PLR∥, `accel`, `paccel` = ACCEL∥), train
+For each method (presets `dr`, `paired`, `plr` = PLR⊥, `pplr` = PLR∥, `accel`, `paccel` = ACCEL∥), train
 `--seeds` seeds in one vmapped program (minimax.train's `--num-seeds`) for `--updates` PPO
 updates (default: the report's 30,000), evaluate every seed on the `--suite` mazes (default
 `dcd12`, `--eval-episodes` 100 per maze, with minimax.evaluate's code), and write
@@ -59,7 +59,7 @@ class ReproduceConfig:
     write <out-dir>/table.md and results.json. Rerun the same command to resume."""
 
     methods: str = ",".join(METHODS)
-    """Comma-separated presets to run: dr, plr (PLR⊥, robust PLR), pplr (PLR∥), accel, paccel (ACCEL∥)."""
+    """Comma-separated presets to run: dr, paired, plr (PLR⊥, robust PLR), pplr (PLR∥), accel, paccel (ACCEL∥)."""
     updates: int = REPORT_UPDATES
     """PPO updates per method (the report: 30,000); raising it later extends the runs from their checkpoints."""
     seeds: int = 5

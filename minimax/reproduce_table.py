@@ -23,6 +23,7 @@ REPORT_UPDATES = 30_000
 # mean and std of 10 runs, and wall time in hours on one V100 GPU.
 REPORT = {
     "dr": dict(label="DR", solved_rate=0.55, std=0.05, wall_hours=3),
+    "paired": dict(label="PAIRED", solved_rate=0.63, std=0.04, wall_hours=7),
     "plr": dict(label="PLR⊥", solved_rate=0.70, std=0.03, wall_hours=5),
     "pplr": dict(label="PLR∥", solved_rate=0.74, std=0.04, wall_hours=3),
     "accel": dict(label="ACCEL", solved_rate=0.73, std=0.05, wall_hours=4),

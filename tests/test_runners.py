@@ -9,14 +9,15 @@ import jax
 import pytest
 
 from minimax.build import build_runner
-from minimax.config import METHODS, TrainConfig
+from minimax.config import METHODS, PLR_METHODS, TEACHER_METHODS, TrainConfig
 from minimax.metrics import COUNTS
 from minimax.parallel import Shard
-from minimax.runners import RUNNERS
+from minimax.runners import RUNNERS, PAIREDRunner
 from minimax.runners.base import Runner
 
 TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, n_actions=3, recurrent_size=8,
-            num_envs=4, num_steps=8, n_epochs=1, buffer_size=8, n_mutations=2, progress=False)
+            num_envs=4, num_steps=8, n_epochs=1, buffer_size=8, n_mutations=2, teacher_n_walls=4,
+            teacher_conv_filters=4, teacher_recurrent_size=8, teacher_noise_dim=3, progress=False)
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -51,4 +52,5 @@ def test_sharded_runners_declare_their_per_device_state(method, global_buffer, l
 
 def test_every_method_has_a_runner_of_that_name():
     assert set(RUNNERS) == set(METHODS)
-    assert all(cls.method == name for name, cls in RUNNERS.items() if name != "dr")
+    assert all(cls.method == name for name, cls in RUNNERS.items() if name in PLR_METHODS)
+    assert all(RUNNERS[name] is PAIREDRunner for name in TEACHER_METHODS)
