@@ -20,6 +20,9 @@ from minimax.train import make_chunk, seed_keys, train  # noqa: E402
 TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_actions=3, recurrent_size=16,
             num_envs=8, num_steps=16, n_epochs=2, lr=3e-3, progress=False)
 
+PAIRED_TINY = dict(max_episode_steps=12, teacher_n_walls=4, teacher_conv_filters=4, teacher_recurrent_size=8,
+                   teacher_noise_dim=3, teacher_n_epochs=1, teacher_lr=3e-3)
+
 
 def one_update(cfg):
     """(state after init, state after one update, metrics) of cfg on its device layout, on the host."""
@@ -110,6 +113,18 @@ def main(out_dir):
     runner = build_runner(big, layout.shard)
     params = jax.jit(distribute_init(runner, layout))(seed_keys(layout)[0]).train_state.params
     out["big_init_shapes"] = sorted({tuple(x.shape[:1]) for x in jax.tree.leaves(params)})
+
+    # PAIRED (a teacher and 2 students, replicated state): one update on 1 and 2 devices, and two
+    # seeds in one program against each seed alone.
+    paired = PRESETS["paired"].replace(**{**TINY, **PAIRED_TINY})
+    init, ref, _ = one_update(paired.replace(devices=1))
+    agents = lambda s: (s.train_state.params, s.teacher.params)  # noqa: E731
+    out["paired_change"] = max_param_diff(agents(ref), agents(init))
+    out["paired_device_diff"] = max_param_diff(agents(one_update(paired.replace(devices=2))[1]), agents(ref))
+    _, both, _ = one_update(paired.replace(seeds="0,1", devices=1))
+    _, seed1, _ = one_update(paired.replace(seed=1, devices=1))
+    out["paired_seed_diff"] = [max_param_diff(jax.tree.map(lambda x, i=i: x[i], agents(both)), agents(alone))
+                               for i, alone in enumerate((ref, seed1))]
 
     # 4. Bad layouts fail at once, naming what to change.
     out["errors"] = {}
