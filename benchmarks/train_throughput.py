@@ -9,7 +9,12 @@ new levels without gradients until they replay), so the report also gives cycles
 env steps per update and seconds per cycle. `--warmup` calls run first: they fill the
 level buffer, whose first fill is a long search for robust PLR and ACCEL.
 
+For the learned-teacher presets (`paired`, `pop_paired`, `minimax_adversary`) `--breakdown`
+also times the parts of one update, each compiled alone: the teacher's designs, the students'
+rollouts, the students' PPO and the teacher's PPO.
+
     python benchmarks/train_throughput.py [--preset dr] [--chunk 5] [--repeats 3] [--warmup 1] [--envs 32] [--steps 256]
+    python benchmarks/train_throughput.py --preset paired --chunk 1 --repeats 2 --breakdown
 """
 
 from __future__ import annotations
@@ -22,7 +27,58 @@ import jax
 
 from minimax.config import PRESETS
 from minimax.build import build_runner
+from minimax.agents.ppo import ppo_update
+from minimax.runners import PAIREDRunner
+from minimax.runners.design import design_levels
+from minimax.runners.rollout import play_levels, ppo_batch
 from minimax.train import make_chunk
+
+
+def best_time(fn, *args, repeats: int) -> float:
+    """Seconds of the fastest of `repeats` calls of the compiled `fn` (after one untimed call)."""
+    jax.block_until_ready(fn(*args))
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def paired_breakdown(runner: PAIREDRunner, state, repeats: int) -> dict:
+    """Seconds of each part of one learned-teacher update, each part compiled alone."""
+    key = jax.random.key(1)
+    n = runner.n
+
+    def design(key, teacher):
+        return design_levels(key, runner.teacher_env, runner.teacher_params, teacher.apply_fn, teacher.params,
+                             runner.teacher_model.initial_carry(n), n)
+
+    def play(key, params, levels):
+        def one(key, p):
+            return play_levels(key, runner.env, runner.env_params, runner.model.apply, p,
+                               runner.model.initial_carry(n), levels, runner.num_steps)
+        return jax.vmap(one)(jax.random.split(key, runner.n_students), params)
+
+    def students_ppo(key, students, rollouts):
+        batches = jax.vmap(lambda r: ppo_batch(r, runner.ppo.gamma, runner.ppo.gae_lambda))(rollouts)
+        return jax.vmap(lambda k, ts, b: ppo_update(k, ts, b, runner.ppo))(
+            jax.random.split(key, runner.n_students), students, batches)
+
+    def teacher_ppo(key, teacher, design_rollout):
+        batch = ppo_batch(design_rollout, runner.teacher_ppo.gamma, runner.teacher_ppo.gae_lambda)
+        return ppo_update(key, teacher, batch, runner.teacher_ppo)
+
+    design_j, play_j = jax.jit(design), jax.jit(play)
+    students_j, teacher_j = jax.jit(students_ppo), jax.jit(teacher_ppo)
+    design_rollout, levels = design_j(key, state.teacher)
+    rollouts = play_j(key, state.train_state.params, levels)
+    return {"teacher designs": best_time(design_j, key, state.teacher, repeats=repeats),
+            f"{runner.n_students} students' rollouts": best_time(play_j, key, state.train_state.params, levels,
+                                                               repeats=repeats),
+            f"{runner.n_students} students' PPO": best_time(students_j, key, state.train_state, rollouts,
+                                                          repeats=repeats),
+            "teacher's PPO": best_time(teacher_j, key, state.teacher, design_rollout, repeats=repeats)}
 
 
 def main() -> None:
@@ -33,6 +89,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=1, help="untimed calls first (fill the buffer)")
     parser.add_argument("--envs", type=int, default=None, help="override --num-envs")
     parser.add_argument("--steps", type=int, default=None, help="override --num-steps")
+    parser.add_argument("--breakdown", action="store_true", help="learned-teacher presets: time each part too")
     args = parser.parse_args()
 
     overrides = {k: v for k, v in (("num_envs", args.envs), ("num_steps", args.steps)) if v is not None}
@@ -69,6 +126,9 @@ def main() -> None:
     print(f"cycles per update: {cycles / updates:.2f}, env steps per update: {env_steps / updates:,.0f}, "
           f"seconds per cycle: {mean_update * updates / cycles:.3f} (mean)")
     print(f"env steps per second (training, incl. PPO): {env_steps / (mean_update * updates):,.0f}")
+    if args.breakdown and isinstance(runner, PAIREDRunner):
+        for part, seconds in paired_breakdown(runner, state, args.repeats).items():
+            print(f"  {part}: {seconds:.3f} s")
 
 
 if __name__ == "__main__":

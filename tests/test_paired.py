@@ -158,6 +158,16 @@ def test_a_paired_run_resumes_and_evaluate_scores_its_protagonist(tmp_path):
         np.testing.assert_array_equal(got, want[0])
 
 
+def test_a_population_of_report_sized_students_initialises():
+    """The students are initialised one by one: vmapped orthogonal initialisers of a 64-unit (or
+    larger) LSTM deadlock XLA:CPU."""
+    runner = build_runner(tiny("pop_paired", recurrent_size=64))
+    params = jax.jit(runner.init)(jax.random.key(0)).train_state.params
+    kernel = np.asarray(params["params"]["core"]["hidden_kernel"])
+    assert kernel.shape == (3, 64, 256)  # 3 students' 4 gates of 64 units
+    assert np.abs(kernel[0] - kernel[1]).max() > 0  # distinct students
+
+
 @pytest.mark.parametrize("overrides, message", [
     (dict(method="pop_paired", n_students=1), "population_regret needs a population: --n-students >= 2, got 1"),
     (dict(method="paired", n_students=3), "relative_regret needs --n-students 2"),
