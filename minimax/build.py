@@ -88,7 +88,7 @@ def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD):
     args = (make_env(cfg), env_params(cfg), level_generator(cfg), make_model(cfg), ppo_config(cfg), cfg.num_envs,
             cfg.num_steps)
     if runner is DRRunner:
-        return DRRunner(*args, shard=shard)
+        return DRRunner(*args, shard=shard, restart_each_update=cfg.env.dr_restart_each_update)
     mutator = make_mutator(cfg.env.mutator, cfg.curriculum.n_mutations) if runner.mutates else None
     return runner(*args, buffer=cfg.buffer, curriculum=cfg.curriculum, mutator=mutator, level_metrics=env_metrics,
                   shard=shard, global_buffer=cfg.global_buffer)

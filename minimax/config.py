@@ -55,6 +55,9 @@ class EnvConfig:
     """Side of the egocentric view (odd)."""
     normalize_obs: bool = True
     """Divide observation images by 10."""
+    dr_restart_each_update: bool = False
+    """DR: start every env on a fresh level at each update, dropping the episodes in progress and keeping the
+    recurrent carry, as the minimax release's DR does (for side-by-side comparisons; default: episodes continue)."""
     mutator: Literal[tuple(MUTATORS)] = "minimax"
     """ACCEL edit: minimax (nothing / flip a wall / move the goal) or four_edit (add, remove wall, move agent, goal)."""
 

@@ -158,6 +158,24 @@ def test_a_paired_run_resumes_and_evaluate_scores_its_protagonist(tmp_path):
         np.testing.assert_array_equal(got, want[0])
 
 
+def test_the_presets_are_table_5s_paired_column():
+    """Typed from the report's Table 5 (PAIRED column) and, for what it leaves out, the minimax
+    release's maze/paired.json (teacher network, design budget, noise)."""
+    shared = dict(gamma=0.995, gae_lambda=0.98, num_steps=256, n_epochs=5, n_minibatches=1, clip_eps=0.2, num_envs=32,
+                  lr=1e-4, adam_eps=1e-5, max_grad_norm=0.5, clip_value=True, value_coef=0.5, entropy_coef=1e-3,
+                  num_updates=30_000, recurrent_size=256, teacher_entropy_coef=0.05, teacher_lr=1e-4,
+                  teacher_gamma=0.995, teacher_gae_lambda=0.98, teacher_n_epochs=5, teacher_n_minibatches=1,
+                  teacher_clip_eps=0.2, teacher_value_coef=0.5, teacher_n_walls=60, teacher_noise_dim=50,
+                  teacher_conv_filters=128, teacher_recurrent_size=256, teacher_replace_wall_pos=True,
+                  maze_height=13, maze_width=13, max_episode_steps=250)
+    for name, students, score in (("paired", 2, "relative_regret"), ("pop_paired", 3, "population_regret"),
+                                  ("minimax_adversary", 1, "negative_return")):
+        cfg = PRESETS[name]
+        options = cfg.options()
+        assert cfg.method == name and options["n_students"] == students and cfg.teacher.score_for(name) == score
+        assert {k: options[k] for k in shared} == shared, name
+
+
 def test_a_population_of_report_sized_students_initialises():
     """The students are initialised one by one: vmapped orthogonal initialisers of a 64-unit (or
     larger) LSTM deadlock XLA:CPU."""

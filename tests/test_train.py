@@ -146,7 +146,7 @@ def test_a_chunk_compiles_once_and_the_state_has_no_weak_types(tmp_path):
     (["--eval-suite", "NoSuchMaze"], "unknown maze 'NoSuchMaze'"),
     (["--agent-view-size", "4"], "--agent-view-size must be an odd int"),
     (["--n-walls", "200"], "--n-walls must be <= 167"),
-    (["--method", "paired"], "--method"),
+    (["--method", "sfl"], "--method"),
     (["--bogus-option", "1"], "--bogus-option"),
 ])
 def test_cli_rejects_bad_values_naming_the_option(args, message, capsys):
@@ -160,7 +160,7 @@ def test_cli_rejects_bad_values_naming_the_option(args, message, capsys):
 def test_cli_rejects_an_unknown_preset_and_resume_changes_that_alter_the_run(reference_run, capsys):
     with pytest.raises(SystemExit):
         main(["--preset", "nope"])
-    assert "error: --preset must be one of dr, plr, accel, pplr, paccel, got 'nope'" in capsys.readouterr().err
+    assert "error: --preset must be one of dr, plr, accel, pplr, paccel, paired, pop_paired, minimax_adversary, got 'nope'" in capsys.readouterr().err
     with pytest.raises(ConfigError, match=r"--lr \(saved 0.003, given 0.1\)"):
         parse_config(["--resume", "--out-dir", reference_run.out_dir, "--run-name", "reference", "--lr", "0.1"])
     # Extending a run is allowed.

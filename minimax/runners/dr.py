@@ -44,12 +44,13 @@ class DRRunner:
     state_type = DRState
 
     def __init__(self, env, env_params, generator, model, ppo: PPOConfig, num_envs: int, num_steps: int,
-                 shard: Shard = NO_SHARD):
+                 shard: Shard = NO_SHARD, restart_each_update: bool = False):
         if num_envs % shard.size:
             raise ValueError(f"num_envs ({num_envs}) must be divisible by the device count ({shard.size})")
         self.env, self.env_params, self.model, self.ppo, self.shard = env, env_params, model, ppo, shard
         self.num_envs, self.num_steps = int(num_envs), int(num_steps)
         self.local_envs = self.num_envs // shard.size
+        self.restart_each_update = bool(restart_each_update)
         self.auto_reset = GenerateAutoReset(env, generator, self.local_envs, part=shard)
 
     @property
@@ -73,13 +74,24 @@ class DRRunner:
         stream = start_stream(env_state, obs, self.model.initial_carry(self.local_envs))
         return DRState(train_state=train_state, stream=stream, key=k_run, updates=jnp.zeros((), jnp.int32))
 
+    def restart(self, key, stream: EnvStream) -> EnvStream:
+        """The minimax release's DR (`--dr-restart-each-update`, for side-by-side comparisons):
+        every env starts a fresh level, the episodes in progress are dropped uncounted, and the
+        recurrent carry is kept, not zeroed (the release starts each rollout with `done` False)."""
+        obs, env_state = self.auto_reset.reset(key, self.env_params)
+        return stream.replace(env_state=env_state, obs=obs, reset=jnp.zeros_like(stream.reset),
+                              episode_return=jnp.zeros_like(stream.episode_return),
+                              episode_length=jnp.zeros_like(stream.episode_length))
+
     def env_step(self, key, env_state, actions):
         return self.auto_reset.step(key, env_state, actions, self.env_params)
 
     def step(self, state: DRState):
         key, k_rollout, k_update = jax.random.split(state.key, 3)
         ts = state.train_state
-        rollout, stream = collect_rollout(k_rollout, ts.apply_fn, ts.params, self.env_step, state.stream,
+        stream = self.restart(jax.random.fold_in(k_rollout, 1), state.stream) if self.restart_each_update \
+            else state.stream
+        rollout, stream = collect_rollout(k_rollout, ts.apply_fn, ts.params, self.env_step, stream,
                                           self.num_steps, self.shard)
         batch = ppo_batch(rollout, self.ppo.gamma, self.ppo.gae_lambda)
         ts, metrics = ppo_update(k_update, ts, batch, self.ppo, self.shard)
