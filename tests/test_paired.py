@@ -45,16 +45,11 @@ def numpy_scores(method: str, returns: np.ndarray, dones: np.ndarray) -> np.ndar
     return -mean.mean(0)  # minimax adversary
 
 
-@pytest.mark.parametrize("method, students", [("paired", 2), ("pop_paired", 3)])
-def test_the_teacher_is_paid_its_score_from_the_students_episodes_on_its_levels(method, students):
-    cfg = tiny(method)
-    runner = build_runner(cfg)
-    state = jax.jit(runner.init)(jax.random.key(0))
-    assert jax.tree.leaves(state.train_state.params)[0].shape[0] == students
-    r = jax.device_get(jax.jit(runner.play_round)(jax.random.key(1), state))
+def check_round(method, runner, r, students: int):
+    """The checks of one update's designs, plays and scores (`r`, a `Round` on the host)."""
     # Every design is a valid level, and every student plays exactly those levels, from a fresh start.
     levels = [Level(*(np.asarray(x[i]) for x in (r.levels.wall_map, r.levels.goal_pos, r.levels.agent_pos,
-                                                  r.levels.agent_dir))) for i in range(cfg.num_envs)]
+                                                  r.levels.agent_dir))) for i in range(runner.num_envs)]
     for level in levels:
         level.validate()
     first = jax.vmap(lambda lv: runner.env.get_obs(runner.env.init_state(lv, runner.env_params), runner.env_params))(
@@ -73,12 +68,24 @@ def test_the_teacher_is_paid_its_score_from_the_students_episodes_on_its_levels(
     assert np.asarray(r.design.dones[-1]).all() and not np.asarray(r.design.dones[:-1]).any()
     if method == "paired":
         assert (want >= 0).all()
-    else:  # the minimax adversary's reward, on the protagonist's episodes (its one student)
+    else:  # also the minimax adversary's reward, on the protagonist's episodes (its one student)
         assert build_runner(tiny("minimax_adversary")).score == "negative_return"
         one = (r.students.episode_returns[:1], r.students.dones[:1])
         np.testing.assert_allclose(teacher_score("negative_return", *one),
                                    numpy_scores("minimax_adversary", np.asarray(one[0], np.float64), dones[:1]),
                                    rtol=1e-5, atol=1e-6)
+
+
+def test_the_paired_teacher_is_paid_its_regret_from_the_students_episodes_on_its_levels():
+    runner = build_runner(tiny("paired"))
+    state = jax.jit(runner.init)(jax.random.key(0))
+    assert jax.tree.leaves(state.train_state.params)[0].shape[0] == 2
+    check_round("paired", runner, jax.device_get(jax.jit(runner.play_round)(jax.random.key(1), state)), 2)
+
+
+def test_the_population_teacher_is_paid_its_population_regret(population_update):
+    cfg, state, (*_, runner_round) = population_update
+    check_round("pop_paired", build_runner(cfg), runner_round, 3)
 
 
 def _update(runner, state):
@@ -99,7 +106,7 @@ def _update(runner, state):
     teacher = ppo_update(k_teacher, state.teacher,
                          ppo_batch(r.design, runner.teacher_ppo.gamma, runner.teacher_ppo.gae_lambda),
                          runner.teacher_ppo)[0].params
-    return after, metrics, alone, swapped, teacher
+    return after, metrics, alone, swapped, teacher, r
 
 
 def _max_diff(a, b):
@@ -119,7 +126,7 @@ def test_each_student_trains_on_its_own_rollout_and_the_teacher_on_its_design(po
     """The runner's update of every agent equals that agent's PPO update computed from nothing but
     its own state and its own data: no loss reaches another agent's parameters (the rollouts use
     the parameters from before the update, and the score reaches the teacher as data)."""
-    cfg, state, (after, metrics, alone, swapped, teacher) = population_update
+    cfg, state, (after, metrics, alone, swapped, teacher, _) = population_update
     assert int(after.updates) == 1 and int(metrics["gradient_updates"]) == 1
     # The vmapped population update is each student's own update (rounding aside: one program
     # batches what the other runs alone).
