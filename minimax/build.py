@@ -82,7 +82,7 @@ def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD):
     if runner is PAIREDRunner:
         students = ppo_config(cfg)
         return PAIREDRunner(make_env(cfg), env_params(cfg), MazeTeacher(), teacher_params(cfg), make_model(cfg),
-                            make_teacher_model(cfg), students, cfg.teacher.ppo(students), cfg.num_envs,
+                            make_teacher_model(cfg), students, cfg.teacher.ppo(students, cfg.num_updates), cfg.num_envs,
                             cfg.num_steps, n_students=cfg.teacher.n_students,
                             score=cfg.teacher.score_for(cfg.method), level_metrics=env_metrics, shard=shard)
     args = (make_env(cfg), env_params(cfg), level_generator(cfg), make_model(cfg), ppo_config(cfg), cfg.num_envs,

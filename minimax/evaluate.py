@@ -26,10 +26,11 @@ import tyro
 
 from minimax.build import env_params, evaluated_params, level_generator, make_eval_runner, make_model, obs_options
 from minimax.checkpoint import Checkpointer, CheckpointError
-from minimax.config import TEACHER_METHODS, ConfigError, TrainConfig
+from minimax.config import ConfigError, TrainConfig
 from minimax.envs.maze.level import InvalidLevelError
 from minimax.envs.maze.ood import get_suite, load_level_file
 from minimax.envs.maze.render import episode_frames, save_gif
+from minimax.runners import RUNNERS
 from minimax.runners.eval import EvalRunner
 from minimax.stats import cvar, mean_ci
 
@@ -51,11 +52,10 @@ class Policy:
     params: object
 
     @property
-    def which(self) -> str:
+    def agent(self) -> str:
         """Which of the run's agents this is, where a run trains several (PAIRED and relatives)."""
-        if self.cfg.method not in TEACHER_METHODS:
-            return ""
-        return f" (its protagonist: student 0 of {self.cfg.teacher.n_students})"
+        index = getattr(RUNNERS[self.cfg.method], "evaluated_agent", None)
+        return "" if index is None else f"its protagonist: student {index} of {self.cfg.teacher.n_students}"
 
 
 def load_policies(run_dir, step: int | None = None) -> list[Policy]:
@@ -130,7 +130,7 @@ class PolicyEvaluator:
         key = jax.random.key(s.seed)
         runner = self.runner(policy.cfg, s.episodes)
         result = {"run": policy.run, "seed": policy.seed, "checkpoint": policy.step,
-                  **({"agent": policy.which.strip(" ()")} if policy.which else {}),
+                  **({"agent": policy.agent} if policy.agent else {}),
                   "mazes": {name: r.summary() for name, r in runner.evaluate_mazes(key, policy.params, mazes).items()}}
         if s.cvar:
             sampled = self.runner(policy.cfg, s.cvar_episodes).evaluate_sampled(
@@ -274,7 +274,7 @@ def evaluate(args: EvaluateConfig) -> dict:
     for policy in policies:
         t0 = time.perf_counter()
         results.append(evaluate_policy(policy, mazes, out_dir))
-        print(f"evaluated {policy.run} seed {policy.seed} at update {policy.step}{policy.which} "
+        print(f"evaluated {policy.run} seed {policy.seed} at update {policy.step}{f' ({policy.agent})' if policy.agent else ''} "
               f"in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     summary = summarize(results, mazes)
     settings = dataclasses.asdict(args)

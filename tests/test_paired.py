@@ -160,7 +160,7 @@ def test_a_paired_run_resumes_and_evaluate_scores_its_protagonist(tmp_path):
         assert column in full[-1], column
     (policy,) = load_policies(cfg.run_dir)
     saved, _ = Checkpointer(cfg.run_dir / "checkpoints").restore_params()
-    assert "protagonist" in policy.which
+    assert policy.agent == "its protagonist: student 0 of 2"
     for got, want in zip(jax.tree.leaves(policy.params), jax.tree.leaves(saved)):
         np.testing.assert_array_equal(got, want[0])
 

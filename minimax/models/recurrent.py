@@ -5,8 +5,7 @@ weight gradient with one small matmul per time step inside the reverse loop. The
 here projects the whole input sequence in one matmul before the loop and has a
 hand-written backward pass (`lstm_sequence`) that keeps only the hidden-to-hidden product
 in the loop and computes weight gradients as single large matmuls, about 1.3x faster for
-the 256-step, 5-epoch PPO update on CPU (and 4.5x for PAIRED's teacher, whose input
-kernel is 21,692 x 1,024). The parameters
+the 256-step, 5-epoch PPO update on CPU. The parameters
 are the same as flax's cells (LSTM: 4 * (F*H + H*H + H); GRU: 3 * (F*H + H*H) + 4 * H), with
 each cell's per-gate kernels stored side by side in one fused kernel.
 
@@ -68,7 +67,8 @@ def lstm_sequence(w_in, w_h, b, xs, reset, carry):
     depend on the carry, so it is one large matmul over the whole sequence before the loop
     (and so are its gradients, by autodiff); only the hidden-to-hidden product runs per step.
     Per-step input products are small matmuls that re-read `w_in` every step: for PAIRED's
-    teacher (a 21,692 x 1,024 input kernel) they made its PPO update 4.5x slower on CPU.
+    teacher (a 21,692 x 1,024 input kernel) hoisting them saves ~15% of its PPO update on CPU
+    (benchmarks/RESULTS.md, "PAIRED").
     """
     xp = jnp.einsum("tnf,fg->tng", xs, w_in) + b
     return _lstm_recurrence(w_h, xp, reset, carry)

@@ -21,7 +21,6 @@ multiplied by `1 - done = 0`, but a NaN times 0 is NaN.
 
 from __future__ import annotations
 
-
 import flax.linen as nn
 import jax
 import jax.numpy as jnp

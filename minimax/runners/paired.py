@@ -25,8 +25,9 @@ whose episodes are the run's `train/return`.
 Where this differs from the minimax release, on purpose: every design episode and every
 student rollout starts from a zero recurrent carry. The release starts each update's rollouts
 from the carry its agents ended the previous update with (its `done` flags start at False),
-so the first step on a new level sees the memory of an unrelated, earlier level. Nothing else
-in either code base starts an episode from a non-zero carry.
+so the first step on a new level sees the memory of an unrelated, earlier level. (The release's
+DR does the same at each update; ours continues its episodes instead, and reproduces the
+release only under `--dr-restart-each-update`.)
 
 Data parallel (`shard`): every device designs and plays `num_envs / D` levels; the PPO updates
 average gradients over devices, so the state stays replicated (no per-device fields).
@@ -114,15 +115,14 @@ class TeacherConfig:
     def score_for(self, method: str) -> str:
         return self.teacher_score or METHOD_SCORES[method]
 
-    def ppo(self, students: PPOConfig) -> PPOConfig:
-        """The teacher's PPO settings: its own where it has them, the students' otherwise."""
+    def ppo(self, students: PPOConfig, num_updates: int) -> PPOConfig:
+        """The teacher's PPO settings: its own where it has them, the students' otherwise;
+        annealing (if on) over the teacher's gradient steps in `num_updates` updates."""
         return students.replace(lr=self.teacher_lr, gamma=self.teacher_gamma, gae_lambda=self.teacher_gae_lambda,
                                 entropy_coef=self.teacher_entropy_coef, value_coef=self.teacher_value_coef,
                                 n_epochs=self.teacher_n_epochs, n_minibatches=self.teacher_n_minibatches,
                                 clip_eps=self.teacher_clip_eps,
-                                total_gradient_steps=max(1, students.total_gradient_steps // students.n_epochs
-                                                         // students.n_minibatches * self.teacher_n_epochs
-                                                         * self.teacher_n_minibatches))
+                                total_gradient_steps=num_updates * self.teacher_n_epochs * self.teacher_n_minibatches)
 
 
 def population_problem(score: str, n_students: int) -> str | None:
@@ -242,9 +242,9 @@ class PAIREDRunner:
         """The protagonist's episodes and PPO statistics under the plain names (`train/return`,
         `entropy`), every student's as `student<i>/...`, the teacher's as `teacher/...`, and the
         designed levels' statistics (`teacher/n_walls`, `teacher/shortest_path`, `teacher/solvable`)."""
-        out = dict(episode_metrics(jax.tree.map(lambda x: x[self.evaluated_agent], r.students)))
-        out.update({k: v[self.evaluated_agent] for k, v in student_stats.items()})
         per_student = jax.vmap(episode_metrics)(r.students)
+        out = {k: v[self.evaluated_agent] for k, v in per_student.items()}
+        out.update({k: v[self.evaluated_agent] for k, v in student_stats.items()})
         for i in range(self.n_students):
             ep = {k: v[i] for k, v in per_student.items()}
             out.update(mean_sums(f"student{i}/return", ep["episode_return_sum"], ep["episodes"]))
