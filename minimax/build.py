@@ -45,7 +45,12 @@ def make_model(cfg: TrainConfig) -> MazeActorCritic:
     m = cfg.model
     return MazeActorCritic(n_actions=cfg.env.n_actions, recurrent_cell=m.recurrent_cell,
                            recurrent_size=m.recurrent_size, conv_filters=m.conv_filters,
-                           dir_embed_size=m.dir_embed_size, head_hidden=m.head_hidden)
+                           dir_embed_size=m.dir_embed_size, head_hidden=m.head_hidden, **_s5_shape(cfg))
+
+
+def _s5_shape(cfg: TrainConfig) -> dict:
+    m = cfg.model
+    return dict(s5_layers=m.s5_layers, s5_blocks=m.s5_blocks, s5_layernorm=m.s5_layernorm, s5_scan=m.s5_scan)
 
 
 def ppo_config(cfg: TrainConfig) -> PPOConfig:
@@ -73,7 +78,8 @@ def make_teacher_model(cfg: TrainConfig) -> MazeTeacherActorCritic:
     t = cfg.teacher
     return MazeTeacherActorCritic(n_cells=cfg.env.maze_height * cfg.env.maze_width,
                                   num_steps=teacher_params(cfg).num_steps, conv_filters=t.teacher_conv_filters,
-                                  recurrent_size=t.teacher_recurrent_size)
+                                  recurrent_cell=t.teacher_recurrent_cell, recurrent_size=t.teacher_recurrent_size,
+                                  **_s5_shape(cfg))
 
 
 def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD):

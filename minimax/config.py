@@ -8,7 +8,7 @@ A group is the single home of its options (field, default, docstring = `--help`,
 checks); `TrainConfig` adds the checks across groups. Flags stay flat (`--lr`, `--buffer-size`),
 `config.json` is the tree, and flat `config.json` files of older runs still load.
 
-Presets are the minimax report's Table 5 (LSTM student), value for value (docs/DESIGN.md lists
+Presets are the minimax report's Table 5 (LSTM student) and Table 6 (S5 student, `*_s5`), value for value (docs/DESIGN.md lists
 where the released JSON configs differ); `python train.py --preset plr --lr 1e-3` overrides one.
 """
 
@@ -34,7 +34,8 @@ METHODS: tuple[str, ...] = typing.get_args(Method)
 PLR_METHODS = ("plr", "robust_plr", "parallel_plr", "accel", "parallel_accel")
 MUTATION_METHODS = ("accel", "parallel_accel")
 TEACHER_METHODS = ("paired", "pop_paired", "minimax_adversary")
-PresetName = Literal["dr", "plr", "accel", "pplr", "paccel", "paired", "pop_paired", "minimax_adversary"]
+PresetName = Literal["dr", "plr", "accel", "pplr", "paccel", "paired", "pop_paired", "minimax_adversary",
+                     "dr_s5", "plr_s5", "accel_s5", "pplr_s5", "paccel_s5", "paired_s5"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,10 +84,20 @@ class EnvConfig:
 class ModelConfig:
     """The student network (`minimax.models.MazeActorCritic`)."""
 
-    recurrent_cell: Literal["lstm", "gru"] = "lstm"
-    """Recurrent core of the student network."""
+    recurrent_cell: Literal["lstm", "gru", "s5"] = "lstm"
+    """Recurrent core of the student network: lstm, gru, or s5 (a stack of S5 state-space layers run by a
+    parallel scan; models/s5.py)."""
     recurrent_size: int = 256
-    """Units of the recurrent core."""
+    """Units of the recurrent core (S5: the layers' width and state size, half of it complex states)."""
+    s5_layers: int = 2
+    """S5 layers stacked in the core (S5 only; the report's Table 6: 2)."""
+    s5_blocks: int = 2
+    """HiPPO-N blocks the S5 state matrix is initialised from (S5 only; the report swept 1, 2, 4 and chose 2)."""
+    s5_layernorm: Literal["pre", "post", "none"] = "post"
+    """Where each S5 layer normalises: its input (pre) or its residual output (post) (S5 only; Table 6 per method)."""
+    s5_scan: Literal["auto", "parallel", "sequential"] = "auto"
+    """How S5 runs its linear recurrence over a sequence: an associative (parallel) scan, a sequential one, or auto
+    (parallel on GPU/TPU, sequential on CPU, where it is faster). Same results within float rounding."""
     conv_filters: int = 16
     """Filters of the 3x3 VALID convolution on the image."""
     dir_embed_size: int = 5
@@ -95,7 +106,27 @@ class ModelConfig:
     """Hidden units of the policy and value heads."""
 
     def __post_init__(self):
-        check(self, lambda c: c.positive("recurrent_size", "conv_filters", "dir_embed_size", "head_hidden"))
+        check(self, self._rules)
+
+    def _rules(self, c):
+        c.positive("recurrent_size", "conv_filters", "dir_embed_size", "head_hidden")
+        problem = self.recurrent_cell == "s5" and s5_problem(self.recurrent_size, self.s5_blocks, self.s5_layers,
+                                                             "--recurrent-size")
+        if problem and not c.problems:
+            c.add(problem)
+
+
+def s5_problem(size, blocks, layers, size_flag: str) -> str | None:
+    """Why an S5 core of width `size` (given by `size_flag`) cannot be built from --s5-blocks and
+    --s5-layers, as one message naming the flags (None if it can)."""
+    if not (isinstance(layers, int) and not isinstance(layers, bool) and layers >= 1):
+        return f"--s5-layers must be an int >= 1, got {layers!r}"
+    if not (isinstance(blocks, int) and not isinstance(blocks, bool) and blocks >= 1):
+        return f"--s5-blocks must be an int >= 1, got {blocks!r}"
+    if size % (2 * blocks):
+        return (f"an S5 core needs {size_flag} ({size}) to split into --s5-blocks ({blocks}) blocks of an even "
+                f"size (conjugate pairs): a multiple of {2 * blocks}")
+    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -362,6 +393,11 @@ def _teacher_problems(c: TrainConfig):
                f"allows: at most {cells - 2} (its cells minus the goal and the agent)")
     if c.num_envs > 0 and c.num_envs % t.teacher_n_minibatches:
         yield f"--teacher-n-minibatches ({t.teacher_n_minibatches}) must divide --num-envs ({c.num_envs})"
+    if t.teacher_recurrent_cell == "s5":
+        problem = s5_problem(t.teacher_recurrent_size, c.model.s5_blocks, c.model.s5_layers,
+                             "--teacher-recurrent-size")
+        if problem:
+            yield problem
 
 
 def _curriculum_problems(c: TrainConfig):
@@ -421,8 +457,26 @@ TABLE_5 = {
 """The minimax report's Table 5 (LSTM student), the columns that differ between methods."""
 
 
+TABLE_6 = {
+    # preset: (method, gamma, lr, student entropy, replay rate p, temperature beta, mutations, S5 layer norm)
+    "dr_s5": ("dr", 0.995, 3e-5, 1e-3, None, None, None, "post"),
+    "paired_s5": ("paired", 0.995, 1e-4, 1e-3, None, None, None, "post"),
+    "plr_s5": ("robust_plr", 0.999, 3e-5, 1e-3, 0.5, 0.3, None, "pre"),
+    "pplr_s5": ("parallel_plr", 0.995, 3e-5, 1e-3, 0.5, 0.3, None, "post"),
+    "accel_s5": ("accel", 0.999, 3e-5, 1e-3, 0.8, 0.3, 10, "post"),
+    "paccel_s5": ("parallel_accel", 0.999, 1e-5, 0.0, 0.8, 0.3, 20, "post"),
+}
+"""The minimax report's Table 6 (S5 student), the columns that differ between methods. Shared with
+Table 5: everything in `_SHARED`, `_PLR` (staleness 0.3, buffer 4000, MaxMC, rank) and ACCEL's batch
+mutation of 4; S5: 2 layers, 2 blocks. The PAIRED column's generator entropy is 1e-3 (Table 5: 0.05)."""
+_S5 = dict(recurrent_cell="s5", s5_layers=2, s5_blocks=2)
+
+
 def _preset(name: str) -> TrainConfig:
-    method, gamma, lr, entropy, p, beta, mutations = TABLE_5[name]
+    if name in TABLE_6:
+        method, gamma, lr, entropy, p, beta, mutations, layernorm = TABLE_6[name]
+    else:
+        (method, gamma, lr, entropy, p, beta, mutations), layernorm = TABLE_5[name], None
     values = dict(preset=name, method=method, gamma=gamma, lr=lr, entropy_coef=entropy, n_walls=60, **_SHARED)
     if method in TEACHER_METHODS:
         values.update(_TEACHER, n_students=N_STUDENTS[method])
@@ -430,9 +484,14 @@ def _preset(name: str) -> TrainConfig:
         values.update(_PLR, replay_prob=p, temperature=beta)
     if mutations:
         values.update(_ACCEL, n_mutations=mutations)
+    if layernorm:
+        values.update(_S5, s5_layernorm=layernorm)
+        if method in TEACHER_METHODS:
+            values.update(teacher_entropy_coef=1e-3)
     return TrainConfig.from_options(**values)
 
 
-PRESETS: dict[str, TrainConfig] = {name: _preset(name) for name in TABLE_5}
-"""The minimax report's maze configurations with an LSTM student (its Table 5), by preset name
-(the learned-teacher presets share Table 5's PAIRED column)."""
+PRESETS: dict[str, TrainConfig] = {name: _preset(name) for name in (*TABLE_5, *TABLE_6)}
+"""The minimax report's maze configurations, by preset name: with an LSTM student (its Table 5; the
+learned-teacher presets share Table 5's PAIRED column) and with an S5 student (its Table 6, `*_s5`;
+the S5 PAIRED teacher keeps Table 5's LSTM network, as the report replaces the student's LSTM only)."""

@@ -188,8 +188,8 @@ def test_the_cores_compute_flaxs_cells(cell):
     core = CORES[cell](h)
     ours = {"params": _flax_cell_params_as_ours(cell, flax_params)}
     assert jax.tree.map(jnp.shape, ours) == jax.tree.map(
-        jnp.shape, core.init(jax.random.key(0), core.initial_carry(n, h), xs, jnp.zeros((t, n), bool)))
-    _, got = core.apply(ours, core.initial_carry(n, h), xs, jnp.zeros((t, n), bool))
+        jnp.shape, core.init(jax.random.key(0), core.initial_carry(n), xs, jnp.zeros((t, n), bool)))
+    _, got = core.apply(ours, core.initial_carry(n), xs, jnp.zeros((t, n), bool))
     np.testing.assert_allclose(got, jnp.stack(want), rtol=1e-5, atol=1e-5)
 
 

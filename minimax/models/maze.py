@@ -29,20 +29,30 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from minimax.models.recurrent import CORES
+from minimax.models.recurrent import make_core
 
 
 class MazeActorCritic(nn.Module):
     n_actions: int = 7
     recurrent_cell: str = "lstm"
     recurrent_size: int = 256
+    s5_layers: int = 2          # S5 core only (models/s5.py)
+    s5_blocks: int = 2
+    s5_layernorm: str = "post"
+    s5_scan: str = "auto"
     conv_filters: int = 16
     dir_embed_size: int = 5
     head_hidden: int = 32
 
     def initial_carry(self, batch: int):
         """Zero recurrent state for `batch` envs (the state at an episode start)."""
-        return CORES[self.recurrent_cell].initial_carry(batch, self.recurrent_size)
+        return self.core().initial_carry(batch)
+
+    def core(self, name: str | None = None) -> nn.Module:
+        """The recurrent core (`models/recurrent.py: make_core`)."""
+        return make_core(self.recurrent_cell, self.recurrent_size, s5_layers=self.s5_layers,
+                         s5_blocks=self.s5_blocks, s5_layernorm=self.s5_layernorm, s5_scan=self.s5_scan,
+                         name=name)
 
     @nn.compact
     def __call__(self, carry, obs: dict, reset: jax.Array):
@@ -52,7 +62,7 @@ class MazeActorCritic(nn.Module):
                      name="dir_embed")(obs["agent_dir"].astype(jnp.int32))
         x = jnp.concatenate([x, d], axis=-1)
 
-        carry, h = CORES[self.recurrent_cell](self.recurrent_size, name="core")(carry, x, reset)
+        carry, h = self.core("core")(carry, x, reset)
         logits, value = actor_critic_heads(h, self.n_actions, self.head_hidden)
         return carry, logits, value
 

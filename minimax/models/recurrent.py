@@ -1,4 +1,4 @@
-"""Recurrent cores that run a whole sequence with episode resets.
+"""Recurrent cores that run a whole sequence with episode resets (LSTM, GRU; S5 in `s5.py`).
 
 Why not `flax.linen.LSTMCell` under `nn.scan`: autodiff of a scan accumulates each
 weight gradient with one small matmul per time step inside the reverse loop. The LSTM
@@ -25,6 +25,8 @@ from __future__ import annotations
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+
+from minimax.models.s5 import S5
 
 
 def per_gate(init, n_gates: int):
@@ -125,9 +127,8 @@ class LSTM(nn.Module):
 
     features: int
 
-    @staticmethod
-    def initial_carry(batch: int, features: int):
-        zeros = jnp.zeros((batch, features), jnp.float32)
+    def initial_carry(self, batch: int):
+        zeros = jnp.zeros((batch, self.features), jnp.float32)
         return (zeros, zeros)
 
     @nn.compact
@@ -151,9 +152,8 @@ class GRU(nn.Module):
 
     features: int
 
-    @staticmethod
-    def initial_carry(batch: int, features: int):
-        return jnp.zeros((batch, features), jnp.float32)
+    def initial_carry(self, batch: int):
+        return jnp.zeros((batch, self.features), jnp.float32)
 
     @nn.compact
     def __call__(self, carry, x, reset):
@@ -179,4 +179,18 @@ class GRU(nn.Module):
         return jax.lax.scan(step, carry, (x_proj, reset))
 
 
-CORES = {"lstm": LSTM, "gru": GRU}
+CORES = {"lstm": LSTM, "gru": GRU, "s5": S5}
+"""Recurrent cores by `--recurrent-cell` name. A core maps `(carry, x [T, N, F], reset [T, N])` to
+`(carry, h [T, N, features])` and has `initial_carry(batch)`, the zero state of an episode start."""
+
+
+def make_core(cell: str, features: int, *, s5_layers: int = 2, s5_blocks: int = 2, s5_layernorm: str = "post",
+              s5_scan: str = "auto", name: str | None = None) -> nn.Module:
+    """The recurrent core `cell` of width `features` (the S5 options apply to `s5` only). Without a
+    `name` it is a free-standing module (for `initial_carry`), not a submodule of the caller."""
+    if cell not in CORES:
+        raise ValueError(f"unknown recurrent cell {cell!r}; choose from {', '.join(CORES)}")
+    where = dict(name=name) if name else dict(parent=None)
+    if cell == "s5":
+        return S5(features, n_layers=s5_layers, n_blocks=s5_blocks, layernorm=s5_layernorm, scan=s5_scan, **where)
+    return CORES[cell](features, **where)

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from minimax.models.maze import actor_critic_heads, conv_features
-from minimax.models.recurrent import CORES
+from minimax.models.recurrent import make_core
 
 
 class MazeTeacherActorCritic(nn.Module):
@@ -36,11 +36,21 @@ class MazeTeacherActorCritic(nn.Module):
     time_embed_size: int = 10
     recurrent_cell: str = "lstm"
     recurrent_size: int = 256
+    s5_layers: int = 2          # S5 core only (models/s5.py)
+    s5_blocks: int = 2
+    s5_layernorm: str = "post"
+    s5_scan: str = "auto"
     head_hidden: int = 32
 
     def initial_carry(self, batch: int):
         """Zero recurrent state for `batch` designs (the state at an episode start)."""
-        return CORES[self.recurrent_cell].initial_carry(batch, self.recurrent_size)
+        return self.core().initial_carry(batch)
+
+    def core(self, name: str | None = None) -> nn.Module:
+        """The recurrent core (`models/recurrent.py: make_core`)."""
+        return make_core(self.recurrent_cell, self.recurrent_size, s5_layers=self.s5_layers,
+                         s5_blocks=self.s5_blocks, s5_layernorm=self.s5_layernorm, s5_scan=self.s5_scan,
+                         name=name)
 
     @nn.compact
     def __call__(self, carry, obs: dict, reset: jax.Array):
@@ -51,7 +61,7 @@ class MazeTeacherActorCritic(nn.Module):
                               name="time_embed")(time))
         if "noise" in obs:
             parts.append(obs["noise"].astype(jnp.float32))
-        carry, h = CORES[self.recurrent_cell](self.recurrent_size, name="core")(
+        carry, h = self.core("core")(
             carry, jnp.concatenate(parts, axis=-1), reset)
 
         logits, value = actor_critic_heads(h, self.n_cells, self.head_hidden)

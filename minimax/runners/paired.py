@@ -80,8 +80,10 @@ class TeacherConfig:
     """A wall step may pick a cell that already holds a wall (the level then has fewer walls)."""
     teacher_conv_filters: int = 128
     """Filters of the teacher's 3x3 convolution over the whole map."""
+    teacher_recurrent_cell: Literal["lstm", "gru", "s5"] = "lstm"
+    """The teacher's recurrent core (s5 takes its shape from --s5-layers, --s5-blocks, --s5-layernorm)."""
     teacher_recurrent_size: int = 256
-    """Units of the teacher's LSTM."""
+    """Units of the teacher's recurrent core."""
     teacher_lr: float = 1e-4
     """The teacher's Adam learning rate."""
     teacher_gamma: float = 0.995
