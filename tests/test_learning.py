@@ -12,10 +12,12 @@ from minimax.train import make_chunk
 
 
 @pytest.mark.slow  # 60 PPO updates of 32 envs x 32 steps: ~40 s
-def test_dr_agent_return_rises_well_above_a_random_policy():
-    # Small easy setting: 5x5 mazes with 3 walls, 32-step budget, 3 actions, a 32-unit LSTM.
+@pytest.mark.parametrize("cell", ["lstm", "s5"])
+def test_dr_agent_return_rises_well_above_a_random_policy(cell):
+    # Small easy setting: 5x5 mazes with 3 walls, 32-step budget, 3 actions, a 32-unit LSTM or S5
+    # (2 layers, post-norm as Table 6's DR; the same PPO settings for both).
     cfg = TrainConfig.from_options(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_actions=3,
-                      recurrent_size=32, num_envs=32, num_steps=32, lr=3e-3, entropy_coef=0.01, gamma=0.95,
+                      recurrent_cell=cell, recurrent_size=32, num_envs=32, num_steps=32, lr=3e-3, entropy_coef=0.01, gamma=0.95,
                       gae_lambda=0.9, n_epochs=4, num_updates=60, eval_every=0)
     runner = build_runner(cfg)
     model = make_model(cfg)

@@ -271,7 +271,8 @@ TABLE_5_SHARED = dict(gae_lambda=0.98, num_steps=256, n_epochs=5, n_minibatches=
 
 def test_presets_are_the_reports_table_5():
     # (the learned-teacher presets, Table 5's PAIRED column, are checked in test_paired.py)
-    assert set(PRESETS) == set(TABLE_5_COLUMNS) | {"paired", "pop_paired", "minimax_adversary"}
+    assert set(PRESETS) == (set(TABLE_5_COLUMNS) | {"paired", "pop_paired", "minimax_adversary"}
+                            | set(TABLE_6_COLUMNS))
     methods = dict(zip(TABLE_5_COLUMNS, ("dr", "robust_plr", "parallel_plr", "accel", "parallel_accel")))
     for col, name in enumerate(TABLE_5_COLUMNS):
         cfg = PRESETS[name]
@@ -282,6 +283,44 @@ def test_presets_are_the_reports_table_5():
         for field, values in TABLE_5_ROWS.items():
             if values[col] is not None:
                 assert options[field] == values[col], (name, field, options[field], values[col])
+
+
+# The minimax report's Table 6 (S5 student), typed from the report: DR, PAIRED, PLR⊥, PLR∥, ACCEL, ACCEL∥.
+TABLE_6_COLUMNS = ("dr_s5", "paired_s5", "plr_s5", "pplr_s5", "accel_s5", "paccel_s5")
+TABLE_6_ROWS = {
+    "gamma": (0.995, 0.995, 0.999, 0.995, 0.999, 0.999),
+    "lr": (3e-5, 1e-4, 3e-5, 3e-5, 3e-5, 1e-5),
+    "entropy_coef": (1e-3, 1e-3, 1e-3, 1e-3, 1e-3, 0.0),
+    "teacher_entropy_coef": (None, 1e-3, None, None, None, None),
+    "replay_prob": (None, None, 0.5, 0.5, 0.8, 0.8),
+    "buffer_size": (None, None, 4000, 4000, 4000, 4000),
+    "score_function": (None, None, "maxmc", "maxmc", "maxmc", "maxmc"),
+    "score_transform": (None, None, "rank", "rank", "rank", "rank"),
+    "temperature": (None, None, 0.3, 0.3, 0.3, 0.3),
+    "staleness_coef": (None, None, 0.3, 0.3, 0.3, 0.3),
+    "mutation_subsample": (None, None, None, None, 4, 4),
+    "mutation_criterion": (None, None, None, None, "batch", "batch"),
+    "n_mutations": (None, None, None, None, 10, 20),
+    "s5_layernorm": ("post", "post", "pre", "post", "post", "post"),
+}
+TABLE_6_SHARED = {**TABLE_5_SHARED, "recurrent_cell": "s5", "s5_layers": 2, "s5_blocks": 2}
+
+
+def test_s5_presets_are_the_reports_table_6():
+    methods = ("dr", "paired", "robust_plr", "parallel_plr", "accel", "parallel_accel")
+    for col, name in enumerate(TABLE_6_COLUMNS):
+        cfg = PRESETS[name]
+        assert cfg.method == methods[col] and cfg.preset == name
+        options = cfg.options()
+        for field, value in TABLE_6_SHARED.items():
+            assert options[field] == value, (name, field)
+        for field, values in TABLE_6_ROWS.items():
+            if values[col] is not None:
+                assert options[field] == values[col], (name, field, options[field], values[col])
+    # The report replaces the student's LSTM only: the S5 PAIRED teacher is Table 5's network.
+    assert PRESETS["paired_s5"].teacher.teacher_recurrent_cell == "lstm"
+    model = build_runner(PRESETS["dr_s5"]).model
+    assert (model.recurrent_cell, model.s5_layers, model.s5_blocks, model.s5_layernorm) == ("s5", 2, 2, "post")
 
 
 def test_a_finite_training_set_must_fit_in_the_buffer():
