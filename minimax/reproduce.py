@@ -1,4 +1,5 @@
-"""Reproduce the minimax report's Table 2 with one command: `python -m minimax.reproduce`.
+"""Reproduce the minimax report's Table 2 with one command: `python -m minimax.reproduce`
+(and its Table 4, the S5 student: `--methods dr_s5,paired_s5,plr_s5,pplr_s5,accel_s5,paccel_s5`).
 
 For each method (presets `dr`, `paired`, `plr` = PLR⊥, `pplr` = PLR∥, `accel`, `paccel` = ACCEL∥), train
 `--seeds` seeds in one vmapped program (minimax.train's `--num-seeds`) for `--updates` PPO
@@ -6,7 +7,7 @@ updates (default: the report's 30,000), evaluate every seed on the `--suite` maz
 `dcd12`, `--eval-episodes` 100 per maze, with minimax.evaluate's code), and write
 `<out-dir>/table.md` and `<out-dir>/results.json`: per maze and for the suite mean, the mean
 solved rate and return with 95% Student-t confidence intervals across seeds, next to the
-report's Table 2 solved rates and wall times, plus our training and evaluation wall times.
+report's Table 2 (or Table 4) solved rates and wall times, plus our training and evaluation wall times.
 
 It resumes. Runs live in `<out-dir>/runs/<method>/` (ordinary minimax.train run directories);
 `<out-dir>/state.json` keeps the wall time each method's training and evaluation have used,
@@ -34,7 +35,7 @@ import tyro
 from minimax.checkpoint import CheckpointError
 from minimax.config import PRESETS, ConfigError, TrainConfig, flag
 from minimax.options import parse_assignments
-from minimax.reproduce_table import METHODS, REPORT, REPORT_UPDATES, write_outputs
+from minimax.reproduce_table import LSTM_METHODS, METHODS, REPORT, REPORT_UPDATES, write_outputs
 
 EXIT_RERUN = 3  # stopped at --time-limit: rerun the same command to continue
 
@@ -58,8 +59,9 @@ class ReproduceConfig:
     """Reproduce the minimax report's Table 2: train each method's seeds, evaluate on the OOD mazes,
     write <out-dir>/table.md and results.json. Rerun the same command to resume."""
 
-    methods: str = ",".join(METHODS)
-    """Comma-separated presets to run: dr, paired, plr (PLR⊥, robust PLR), pplr (PLR∥), accel, paccel (ACCEL∥)."""
+    methods: str = ",".join(LSTM_METHODS)
+    """Comma-separated presets to run: dr, paired, plr (PLR⊥, robust PLR), pplr (PLR∥), accel, paccel (ACCEL∥) (Table 2,
+    LSTM student), or their S5-student versions dr_s5, paired_s5, plr_s5, pplr_s5, accel_s5, paccel_s5 (Table 4)."""
     updates: int = REPORT_UPDATES
     """PPO updates per method (the report: 30,000); raising it later extends the runs from their checkpoints."""
     seeds: int = 5

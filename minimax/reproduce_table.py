@@ -1,4 +1,4 @@
-"""The minimax report's Table 2 and how a reproduction (`minimax.reproduce`) is tabulated against it.
+"""The minimax report's Tables 2 and 4 and how a reproduction (`minimax.reproduce`) is tabulated against it.
 
 `collect` gathers a `Reproduction`'s state into `results.json`'s document (per method: status,
 seeds, updates, wall times, hardware, the run's options, per-seed results and their mean and
@@ -22,15 +22,24 @@ REPORT_UPDATES = 30_000
 # The minimax report, Table 2 (minimax rows): solved rate on the OOD mazes after 30k PPO updates,
 # mean and std of 10 runs, and wall time in hours on one V100 GPU.
 REPORT = {
-    "dr": dict(label="DR", solved_rate=0.55, std=0.05, wall_hours=3),
-    "paired": dict(label="PAIRED", solved_rate=0.63, std=0.04, wall_hours=7),
-    "plr": dict(label="PLR⊥", solved_rate=0.70, std=0.03, wall_hours=5),
-    "pplr": dict(label="PLR∥", solved_rate=0.74, std=0.04, wall_hours=3),
-    "accel": dict(label="ACCEL", solved_rate=0.73, std=0.05, wall_hours=4),
-    "paccel": dict(label="ACCEL∥", solved_rate=0.74, std=0.04, wall_hours=3),
+    "dr": dict(label="DR", solved_rate=0.55, std=0.05, wall_hours=3, table="Table 2"),
+    "paired": dict(label="PAIRED", solved_rate=0.63, std=0.04, wall_hours=7, table="Table 2"),
+    "plr": dict(label="PLR⊥", solved_rate=0.70, std=0.03, wall_hours=5, table="Table 2"),
+    "pplr": dict(label="PLR∥", solved_rate=0.74, std=0.04, wall_hours=3, table="Table 2"),
+    "accel": dict(label="ACCEL", solved_rate=0.73, std=0.05, wall_hours=4, table="Table 2"),
+    "paccel": dict(label="ACCEL∥", solved_rate=0.74, std=0.04, wall_hours=3, table="Table 2"),
+    # Table 4 (minimax + S5 policy rows): the same protocol with the S5 student (Table 6's presets).
+    "dr_s5": dict(label="DR+S5", solved_rate=0.58, std=0.05, wall_hours=2, table="Table 4"),
+    "paired_s5": dict(label="PAIRED+S5", solved_rate=0.58, std=0.06, wall_hours=3, table="Table 4"),
+    "plr_s5": dict(label="PLR⊥+S5", solved_rate=0.66, std=0.04, wall_hours=4, table="Table 4"),
+    "pplr_s5": dict(label="PLR∥+S5", solved_rate=0.73, std=0.04, wall_hours=3, table="Table 4"),
+    "accel_s5": dict(label="ACCEL+S5", solved_rate=0.72, std=0.06, wall_hours=4, table="Table 4"),
+    "paccel_s5": dict(label="ACCEL∥+S5", solved_rate=0.74, std=0.04, wall_hours=3, table="Table 4"),
 }
 REPORT_RUNS = 10
 METHODS = tuple(REPORT)
+LSTM_METHODS = tuple(m for m in METHODS if REPORT[m]["table"] == "Table 2")
+"""The default set: Table 2, the LSTM student. `--methods` also takes the S5 presets (Table 4)."""
 
 
 def _status(rep: "Reproduction", method: str) -> tuple[str, int]:
@@ -54,7 +63,8 @@ def collect(rep: "Reproduction") -> dict:
                      "mazes": names, "eval_episodes": rc.eval_episodes, "eval_actions": "sampled",
                      "log_every": rc.log_every, "checkpoint_every": rc.checkpoint_every, "overrides": rep.overrides},
         "short_of_report": rc.updates < REPORT_UPDATES,
-        "report": {"source": "minimax report, Table 2 (minimax rows)", "updates": REPORT_UPDATES, "runs": REPORT_RUNS,
+        "report": {"source": "minimax report, Table 2 (minimax rows; LSTM student) and Table 4 (minimax + S5 "
+                             "rows; the *_s5 presets)", "updates": REPORT_UPDATES, "runs": REPORT_RUNS,
                    "solved_rate": "mean and std over 10 runs (not a confidence interval)",
                    "wall_time": "hours on one V100 GPU"},
         "ours": {"solved_rate": "mean and 95% Student-t confidence interval across seeds (minimax.stats.mean_ci)",
@@ -73,7 +83,8 @@ def collect(rep: "Reproduction") -> dict:
                "eval_seconds": ev.get("seconds", 0.0) if status == "done" else None,
                "hardware": entry.get("hardware", []),
                "report": {"solved_rate_mean": REPORT[method]["solved_rate"], "solved_rate_std": REPORT[method]["std"],
-                          "runs": REPORT_RUNS, "wall_hours": REPORT[method]["wall_hours"]},
+                          "runs": REPORT_RUNS, "wall_hours": REPORT[method]["wall_hours"],
+                          "table": REPORT[method]["table"]},
                "config": flat_config(json.loads(saved.read_text())) if saved.exists() else cfg.options()}
         if status == "done":
             runs = [ev["runs"][str(s)] for s in cfg.seed_list]
@@ -108,7 +119,8 @@ def _cell(stat) -> str:
 def render_table(doc: dict) -> str:
     s = doc["settings"]
     methods = doc["methods"]
-    title = f"# The minimax report's Table 2, reproduced: {s['updates']:,} updates"
+    tables = sorted({m["report"]["table"] for m in methods.values()}) or ["Table 2"]
+    title = f"# The minimax report's {' and '.join(tables)}, reproduced: {s['updates']:,} updates"
     if doc["short_of_report"]:
         title += f" (short of the report's {REPORT_UPDATES // 1000}k updates)"
     lines = [title, ""]

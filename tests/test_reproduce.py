@@ -131,3 +131,19 @@ def test_bad_inputs_are_one_line_errors(tmp_path, capsys, args, message):
     assert exit_info.value.code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
     assert message in err, err
     assert not (tmp_path / "out").exists()  # nothing is created before the input is checked
+
+
+def test_the_s5_methods_are_table_4_with_the_reports_numbers():
+    from minimax.reproduce import ReproduceConfig, method_config, parse_methods  # noqa: PLC0415
+    from minimax.reproduce_table import LSTM_METHODS, REPORT  # noqa: PLC0415
+
+    # The minimax report's Table 4, "minimax + S5 policy" rows: solved rate mean ± std of 10 runs, hours.
+    table_4 = {"dr_s5": (0.58, 0.05, 2), "paired_s5": (0.58, 0.06, 3), "plr_s5": (0.66, 0.04, 4),
+               "pplr_s5": (0.73, 0.04, 3), "accel_s5": (0.72, 0.06, 4), "paccel_s5": (0.74, 0.04, 3)}
+    assert {m: (r["solved_rate"], r["std"], r["wall_hours"]) for m, r in REPORT.items()
+            if r["table"] == "Table 4"} == table_4
+    assert LSTM_METHODS == ("dr", "paired", "plr", "pplr", "accel", "paccel")  # the default: Table 2
+    assert ReproduceConfig().methods == ",".join(LSTM_METHODS)
+    assert parse_methods("pplr_s5,dr") == ["pplr_s5", "dr"]
+    cfg = method_config("plr_s5", ReproduceConfig(updates=10, seeds=2), {})
+    assert (cfg.model.recurrent_cell, cfg.model.s5_layernorm, cfg.num_updates, cfg.num_seeds) == ("s5", "pre", 10, 2)
