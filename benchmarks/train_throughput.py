@@ -15,6 +15,8 @@ rollouts, the students' PPO and the teacher's PPO.
 
     python benchmarks/train_throughput.py [--preset dr] [--chunk 5] [--repeats 3] [--warmup 1] [--envs 32] [--steps 256]
     python benchmarks/train_throughput.py --preset paired --chunk 1 --repeats 2 --breakdown
+    python benchmarks/train_throughput.py --preset dr,dr_s5 --chunk 2      # side by side, one process
+    python benchmarks/train_throughput.py --preset dr_s5 --set s5_scan=parallel
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ import time
 
 import jax
 
-from minimax.config import PRESETS
+from minimax.config import PRESETS, ConfigError, TrainConfig
+from minimax.models.s5 import resolve_scan
+from minimax.options import parse_assignments
 from minimax.build import build_runner
 from minimax.agents.ppo import ppo_update
 from minimax.runners import PAIREDRunner
@@ -81,19 +85,16 @@ def paired_breakdown(runner: PAIREDRunner, state, repeats: int) -> dict:
             "teacher's PPO": best_time(teacher_j, key, state.teacher, design_rollout, repeats=repeats)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--preset", default="dr", choices=list(PRESETS))
-    parser.add_argument("--chunk", type=int, default=5, help="updates per compiled call")
-    parser.add_argument("--repeats", type=int, default=3, help="timed calls (after one warm-up call)")
-    parser.add_argument("--warmup", type=int, default=1, help="untimed calls first (fill the buffer)")
-    parser.add_argument("--envs", type=int, default=None, help="override --num-envs")
-    parser.add_argument("--steps", type=int, default=None, help="override --num-steps")
-    parser.add_argument("--breakdown", action="store_true", help="learned-teacher presets: time each part too")
-    args = parser.parse_args()
+def core_name(model) -> str:
+    """`LSTM 256`, or `S5 256 (2 layers, sequential scan)`."""
+    name = f"{model.recurrent_cell.upper()} {model.recurrent_size}"
+    if model.recurrent_cell == "s5":
+        name += f" ({model.s5_layers} layers, {resolve_scan(model.s5_scan)} scan)"
+    return name
 
-    overrides = {k: v for k, v in (("num_envs", args.envs), ("num_steps", args.steps)) if v is not None}
-    cfg = PRESETS[args.preset].replace(**overrides)
+
+def measure(preset: str, args, overrides: dict) -> None:
+    cfg = PRESETS[preset].replace(**overrides)
     runner = build_runner(cfg)
     state = jax.jit(runner.init)(jax.random.key(0))
     jax.block_until_ready(state)
@@ -117,9 +118,8 @@ def main() -> None:
     per_update = min(times)
     mean_update = sum(times) / len(times)
     updates = args.chunk * args.repeats
-    print(f"{platform.processor() or platform.machine()} | jax {jax.__version__} | {jax.devices()[0].platform}")
-    print(f"preset {args.preset}: {cfg.num_envs} envs x {cfg.num_steps} steps, {cfg.model.recurrent_cell.upper()} "
-          f"{cfg.model.recurrent_size}, {cfg.ppo.n_epochs} epochs x {cfg.ppo.n_minibatches} minibatch")
+    print(f"preset {preset}: {cfg.num_envs} envs x {cfg.num_steps} steps, {core_name(runner.model)}, "
+          f"{cfg.ppo.n_epochs} epochs x {cfg.ppo.n_minibatches} minibatch")
     print(f"compile (chunk of {args.chunk} updates): {compile_s:.1f} s")
     print(f"seconds per update: {per_update:.3f} (best of {args.repeats}; all: "
           f"{', '.join(f'{t:.3f}' for t in times)})")
@@ -129,6 +129,35 @@ def main() -> None:
     if args.breakdown and isinstance(runner, PAIREDRunner):
         for part, seconds in paired_breakdown(runner, state, args.repeats).items():
             print(f"  {part}: {seconds:.3f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="dr",
+                        help=f"preset, or comma-separated presets measured one after another in this process "
+                             f"(side by side): {', '.join(PRESETS)}")
+    parser.add_argument("--chunk", type=int, default=5, help="updates per compiled call")
+    parser.add_argument("--repeats", type=int, default=3, help="timed calls (after one warm-up call)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed calls first (fill the buffer)")
+    parser.add_argument("--envs", type=int, default=None, help="override --num-envs")
+    parser.add_argument("--steps", type=int, default=None, help="override --num-steps")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a training option of every preset (e.g. s5_scan=parallel); repeatable")
+    parser.add_argument("--breakdown", action="store_true", help="learned-teacher presets: time each part too")
+    args = parser.parse_args()
+
+    presets = [p.strip() for p in args.preset.split(",") if p.strip()]
+    unknown = [p for p in presets if p not in PRESETS]
+    if unknown or not presets:
+        parser.error(f"--preset: unknown preset(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(PRESETS)}")
+    try:
+        overrides = parse_assignments(args.set, TrainConfig.option_types())
+    except ConfigError as e:
+        parser.error(str(e))
+    overrides.update({k: v for k, v in (("num_envs", args.envs), ("num_steps", args.steps)) if v is not None})
+    print(f"{platform.processor() or platform.machine()} | jax {jax.__version__} | {jax.devices()[0].platform}")
+    for preset in presets:
+        measure(preset, args, overrides)
 
 
 if __name__ == "__main__":
