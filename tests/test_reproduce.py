@@ -114,7 +114,8 @@ def test_reproduce_end_to_end_rerun_time_limit_and_extension(tmp_path, capsys, m
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--methods", "dr,nope"], "--methods: unknown method 'nope' (choose from dr, paired, plr, pplr, accel, paccel)"),
+    (["--methods", "dr,nope"], "--methods: unknown method 'nope' (choose from dr, paired, plr, pplr, accel, paccel, "
+                               "dr_s5, paired_s5, plr_s5, pplr_s5, accel_s5, paccel_s5)"),
     (["--updates", "0"], "--updates must be an int >= 1, got 0"),
     (["--seeds", "-2"], "--seeds must be an int >= 1, got -2"),
     (["--set", "lr=fast"], "--set lr=fast: not a number"),

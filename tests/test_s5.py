@@ -159,3 +159,56 @@ def test_scan_choice_and_bad_s5_shapes_fail_with_the_flag_named():
                                  s5_blocks=4, n_walls=10, teacher_n_walls=10)
     # Shapes the LSTM accepts stay accepted: the S5 rules apply to S5 only.
     TrainConfig.from_options(recurrent_cell="lstm", recurrent_size=30, s5_blocks=4)
+
+
+@pytest.mark.parametrize("preset", ["paired_s5", "plr_s5", "paccel_s5"])
+def test_s5_cores_fit_every_runner_and_the_teacher(preset):
+    """The S5 core behind the runners that keep carries in their own ways (PAIRED's student population
+    and teacher, the PLR family's replays and mutations): their programs trace with it."""
+    from minimax.build import build_runner  # noqa: PLC0415
+    from minimax.config import PRESETS  # noqa: PLC0415
+
+    small = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, num_envs=4, num_steps=8,
+                 recurrent_size=16, buffer_size=8, teacher_n_walls=3, teacher_recurrent_size=16,
+                 teacher_conv_filters=4, teacher_recurrent_cell="s5")
+    runner = build_runner(PRESETS[preset].replace(**small))
+    state = jax.eval_shape(runner.init, jax.random.key(0))
+    new_state, metrics = jax.eval_shape(runner.step, state)
+    assert jax.tree.map(lambda x: (x.shape, x.dtype), new_state) == jax.tree.map(lambda x: (x.shape, x.dtype), state)
+    params = state.train_state.params["params"]
+    assert "layer_1" in params["core"] and "input_projection" in params["core"]
+    if preset == "paired_s5":
+        assert params["core"]["layer_0"]["ssm"]["B"].shape == (2, 8, 16, 2)  # 2 students, P/2 = 8, H = 16
+        assert "layer_1" in state.teacher.params["params"]["core"]
+
+
+@pytest.mark.slow  # three short runs and an evaluation, each S5 program compiled once: ~40 s
+def test_an_s5_run_trains_vmapped_seeds_resumes_exactly_and_evaluates(tmp_path, capsys):
+    import json  # noqa: PLC0415
+
+    from minimax.evaluate import main as evaluate_main  # noqa: PLC0415
+    from minimax.run_logs import read_rows  # noqa: PLC0415
+    from minimax.train import train  # noqa: PLC0415
+
+    cfg = TrainConfig.from_options(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_actions=3,
+                                   recurrent_cell="s5", recurrent_size=16, s5_layernorm="pre", num_envs=8,
+                                   num_steps=16, n_epochs=2, lr=3e-3, num_updates=10, log_every=5,
+                                   checkpoint_every=5, eval_every=0, progress=False, seeds="0,1",
+                                   out_dir=str(tmp_path), run_name="full")
+    train(cfg)
+    rows = read_rows(cfg.run_dir)
+    assert [(r["seed"], r["update"]) for r in rows] == [(0, 5), (1, 5), ("mean", 5), (0, 10), (1, 10), ("mean", 10)]
+    assert rows[0]["policy_loss"] != rows[1]["policy_loss"]  # two seeds, two runs
+    assert all(np.isfinite(r["value_loss"]) for r in rows)
+    # Killed after update 5: the resumed run logs the uninterrupted run's numbers.
+    cut = cfg.replace(run_name="cut", num_updates=5)
+    train(cut)
+    train(cut.replace(num_updates=10, resume=True))
+    strip = lambda rs: [{k: v for k, v in r.items() if k not in ("time_s", "sps")} for r in rs]  # noqa: E731
+    assert strip(read_rows(cut.run_dir)) == strip(rows)
+    # The saved config rebuilds the S5 student for evaluation.
+    assert TrainConfig.load(cfg.run_dir / "config.json").model == cfg.model
+    evaluate_main([str(cfg.run_dir), "--suite", "SixteenRooms", "--episodes", "2", "--out", str(tmp_path / "ev")])
+    doc = json.loads((tmp_path / "ev" / "results.json").read_text())
+    assert [(r["seed"], r["checkpoint"]) for r in doc["runs"]] == [(0, 10), (1, 10)]
+    capsys.readouterr()

@@ -160,7 +160,8 @@ def test_cli_rejects_bad_values_naming_the_option(args, message, capsys):
 def test_cli_rejects_an_unknown_preset_and_resume_changes_that_alter_the_run(reference_run, capsys):
     with pytest.raises(SystemExit):
         main(["--preset", "nope"])
-    assert "error: --preset must be one of dr, plr, accel, pplr, paccel, paired, pop_paired, minimax_adversary, got 'nope'" in capsys.readouterr().err
+    assert ("error: --preset must be one of dr, plr, accel, pplr, paccel, paired, pop_paired, minimax_adversary, "
+            "dr_s5, paired_s5, plr_s5, pplr_s5, accel_s5, paccel_s5, got 'nope'") in capsys.readouterr().err
     with pytest.raises(ConfigError, match=r"--lr \(saved 0.003, given 0.1\)"):
         parse_config(["--resume", "--out-dir", reference_run.out_dir, "--run-name", "reference", "--lr", "0.1"])
     # Extending a run is allowed.
