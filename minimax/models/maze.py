@@ -2,8 +2,9 @@
 
 Conv 3x3 (16 filters, VALID, ReLU) on the egocentric image -> 144 features; an
 embedding of the agent's direction (4 -> 5); concatenated (149) into a recurrent core
-(LSTM 256 by default); policy and value heads Dense(32)+tanh -> Dense. With the LSTM and
-7 actions: 432,924 parameters.
+(LSTM 256 by default; GRU; or S5, a projection to 256 and 2 S5 layers, `models/s5.py`); policy
+and value heads Dense(32)+tanh -> Dense. With 7 actions: 432,924 parameters with the LSTM,
+451,612 with S5 (the minimax report's Table 6 student).
 
 Initialisation follows the minimax reference's student (`GridWorldACStudentModel`), layer by
 layer; every bias starts at zero:
@@ -17,7 +18,8 @@ layer; every bias starts at zero:
 - value output: orthogonal, gain 1.
 
 Every call runs a sequence: inputs are `[T, N, ...]` and `reset[T, N]` marks steps that
-start a new episode (the core's carry is zeroed there). Acting is the T = 1 case.
+start a new episode (the core's carry is zeroed there). Acting is the T = 1 case. The core is
+built by `models/recurrent.py: make_core` from `recurrent_cell` and, for S5, the `s5_*` fields.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""S5: a stack of structured state-space layers that runs a sequence with a parallel scan.
+"""S5: a stack of structured state-space layers that runs a sequence with a (parallel) scan.
 
 The minimax report (Section 4, "S5 policies"; Table 6) replaces the student's LSTM with S5
 layers (Smith, Warrington and Linderman, "Simplified State Space Layers for Sequence Modeling",
@@ -8,8 +8,8 @@ matmul over all T x N steps, where an LSTM must run T dependent steps.
 
 The architecture is the report's (as in the minimax release's `models/s5.py`):
 
-    x [T, N, F] -> Dense(H) -> n_layers x SequenceLayer -> h [T, N, H]
-    SequenceLayer: skip = x; [LayerNorm if pre]; y = SSM(x); y = GELU(y);
+    x [T, N, F] -> Dense(H) -> n_layers x S5Layer -> h [T, N, H]
+    S5Layer: skip = x; [LayerNorm if pre]; y = SSM(x); y = GELU(y);
                    y = y * sigmoid(Dense(y)); x = skip + y; [LayerNorm if post]
 
 - **SSM** (S5 paper, Section 3): one multi-input multi-output SSM per layer, with a diagonal
@@ -41,6 +41,11 @@ transition: a reset step's element is `(0, B̄u_t)`, so the composition of any s
 forgets everything before it. The operator `(a_i, b_i) ∘ (a_j, b_j) = (a_j a_i, a_j b_i + b_j)`
 stays associative and the scan needs no third component (Lu et al.'s three-part operator
 reduces to this). The carry entering the sequence enters as `b_0 += a_0 x_{-1}`.
+
+**Which scan** (`scan`): `parallel` (the associative scan, for accelerators), `sequential` (a
+`lax.scan` over T: faster on CPU, where the elementwise step is already vectorised over N x P),
+or `auto` (by backend). Both share the hand-written backward pass (`linear_recurrence`) and
+agree within float rounding. Acting (T = 1) is one step, no scan.
 
 The carry is one `(re, im)` pair of float32 `[N, P/2]` arrays per layer: real arrays checkpoint,
 shard and compare like every other carry in the project.

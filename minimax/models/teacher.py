@@ -3,7 +3,7 @@
 It reads the teacher's design observation (`envs/maze/teacher.py`): conv 3x3 (128 filters,
 VALID, ReLU) on the full `(H+2) x (W+2)` map -> 13 x 13 x 128 = 21,632 features; an embedding
 of the time step (one row per design step -> 10); the noise vector (50); concatenated (21,692)
-into an LSTM (256); policy head Dense(32)+tanh -> Dense(H*W), one logit per cell; value head
+into an LSTM (256; `recurrent_cell` picks another core, e.g. S5); policy head Dense(32)+tanh -> Dense(H*W), one logit per cell; value head
 Dense(32)+tanh -> Dense(1). For the report's 13x13 maze and 60 walls: 22,502,038 parameters,
 almost all in the LSTM's input kernel (21,692 x 1,024).
 
