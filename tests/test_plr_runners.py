@@ -273,14 +273,20 @@ def test_presets_are_the_reports_table_5():
     # (the learned-teacher presets, Table 5's PAIRED column, are checked in test_paired.py)
     assert set(PRESETS) == (set(TABLE_5_COLUMNS) | {"paired", "pop_paired", "minimax_adversary"}
                             | set(TABLE_6_COLUMNS))
-    methods = dict(zip(TABLE_5_COLUMNS, ("dr", "robust_plr", "parallel_plr", "accel", "parallel_accel")))
-    for col, name in enumerate(TABLE_5_COLUMNS):
+    assert_presets_are_the_table(TABLE_5_COLUMNS, ("dr", "robust_plr", "parallel_plr", "accel", "parallel_accel"),
+                                 TABLE_5_SHARED, TABLE_5_ROWS)
+
+
+def assert_presets_are_the_table(columns, methods, shared, rows):
+    """Each column's preset has its method, the `shared` values and its own value of every row
+    (None: the row does not apply to that method)."""
+    for col, name in enumerate(columns):
         cfg = PRESETS[name]
-        assert cfg.method == methods[name] and cfg.preset == name
+        assert cfg.method == methods[col] and cfg.preset == name
         options = cfg.options()
-        for field, value in TABLE_5_SHARED.items():
+        for field, value in shared.items():
             assert options[field] == value, (name, field)
-        for field, values in TABLE_5_ROWS.items():
+        for field, values in rows.items():
             if values[col] is not None:
                 assert options[field] == values[col], (name, field, options[field], values[col])
 
@@ -307,16 +313,8 @@ TABLE_6_SHARED = {**TABLE_5_SHARED, "recurrent_cell": "s5", "s5_layers": 2, "s5_
 
 
 def test_s5_presets_are_the_reports_table_6():
-    methods = ("dr", "paired", "robust_plr", "parallel_plr", "accel", "parallel_accel")
-    for col, name in enumerate(TABLE_6_COLUMNS):
-        cfg = PRESETS[name]
-        assert cfg.method == methods[col] and cfg.preset == name
-        options = cfg.options()
-        for field, value in TABLE_6_SHARED.items():
-            assert options[field] == value, (name, field)
-        for field, values in TABLE_6_ROWS.items():
-            if values[col] is not None:
-                assert options[field] == values[col], (name, field, options[field], values[col])
+    assert_presets_are_the_table(TABLE_6_COLUMNS, ("dr", "paired", "robust_plr", "parallel_plr", "accel",
+                                                   "parallel_accel"), TABLE_6_SHARED, TABLE_6_ROWS)
     # The report replaces the student's LSTM only: the S5 PAIRED teacher is Table 5's network.
     assert PRESETS["paired_s5"].teacher.teacher_recurrent_cell == "lstm"
     model = build_runner(PRESETS["dr_s5"]).model
