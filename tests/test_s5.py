@@ -182,9 +182,10 @@ def test_s5_cores_fit_every_runner_and_the_teacher(preset):
         assert "layer_1" in state.teacher.params["params"]["core"]
 
 
-@pytest.mark.slow  # three short runs and an evaluation, each S5 program compiled once: ~40 s
+@pytest.mark.slow  # a short run, its resumption and an evaluation: ~35 s
 def test_an_s5_run_trains_vmapped_seeds_resumes_exactly_and_evaluates(tmp_path, capsys):
     import json  # noqa: PLC0415
+    import shutil  # noqa: PLC0415
 
     from minimax.evaluate import main as evaluate_main  # noqa: PLC0415
     from minimax.run_logs import read_rows  # noqa: PLC0415
@@ -200,10 +201,13 @@ def test_an_s5_run_trains_vmapped_seeds_resumes_exactly_and_evaluates(tmp_path, 
     assert [(r["seed"], r["update"]) for r in rows] == [(0, 5), (1, 5), ("mean", 5), (0, 10), (1, 10), ("mean", 10)]
     assert rows[0]["policy_loss"] != rows[1]["policy_loss"]  # two seeds, two runs
     assert all(np.isfinite(r["value_loss"]) for r in rows)
-    # Killed after update 5: the resumed run logs the uninterrupted run's numbers.
-    cut = cfg.replace(run_name="cut", num_updates=5)
-    train(cut)
-    train(cut.replace(num_updates=10, resume=True))
+    # Killed after update 5 was logged and checkpointed: the resumed run logs the uninterrupted run's numbers.
+    cut = cfg.replace(run_name="cut")
+    shutil.copytree(cfg.run_dir, cut.run_dir)
+    shutil.rmtree(cut.run_dir / "checkpoints" / "10")
+    lines = (cut.run_dir / "metrics.jsonl").read_text().splitlines()
+    (cut.run_dir / "metrics.jsonl").write_text("\n".join(lines[:3]) + "\n")
+    train(cut.replace(resume=True))
     strip = lambda rs: [{k: v for k, v in r.items() if k not in ("time_s", "sps")} for r in rs]  # noqa: E731
     assert strip(read_rows(cut.run_dir)) == strip(rows)
     # The saved config rebuilds the S5 student for evaluation.
