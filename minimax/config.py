@@ -24,6 +24,7 @@ from typing import Literal
 from minimax.agents.ppo import PPOConfig
 from minimax.curricula.level_buffer import BufferConfig
 from minimax.envs.maze.mutators import MUTATORS
+from minimax.models.s5 import s5_shape_problem
 from minimax.options import ConfigError, check, flag, flag_names, flatten, option_table, raise_problems
 from minimax.runners.paired import TeacherConfig, population_problem
 from minimax.runners.plr_family import CurriculumConfig
@@ -110,23 +111,15 @@ class ModelConfig:
 
     def _rules(self, c):
         c.positive("recurrent_size", "conv_filters", "dir_embed_size", "head_hidden")
-        problem = self.recurrent_cell == "s5" and s5_problem(self.recurrent_size, self.s5_blocks, self.s5_layers,
-                                                             "--recurrent-size")
+        problem = self.recurrent_cell == "s5" and s5_problem(self.recurrent_size, self, "--recurrent-size")
         if problem and not c.problems:
             c.add(problem)
 
 
-def s5_problem(size, blocks, layers, size_flag: str) -> str | None:
-    """Why an S5 core of width `size` (given by `size_flag`) cannot be built from --s5-blocks and
-    --s5-layers, as one message naming the flags (None if it can)."""
-    if not (isinstance(layers, int) and not isinstance(layers, bool) and layers >= 1):
-        return f"--s5-layers must be an int >= 1, got {layers!r}"
-    if not (isinstance(blocks, int) and not isinstance(blocks, bool) and blocks >= 1):
-        return f"--s5-blocks must be an int >= 1, got {blocks!r}"
-    if size % (2 * blocks):
-        return (f"an S5 core needs {size_flag} ({size}) to split into --s5-blocks ({blocks}) blocks of an even "
-                f"size (conjugate pairs): a multiple of {2 * blocks}")
-    return None
+def s5_problem(size, model: "ModelConfig", size_flag: str) -> str | None:
+    """`models/s5.py: s5_shape_problem` for a core of width `size` (given by `size_flag`) with the
+    model group's S5 shape, naming the flags."""
+    return s5_shape_problem(size, model.s5_blocks, model.s5_layers, (size_flag, "--s5-blocks", "--s5-layers"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -394,8 +387,7 @@ def _teacher_problems(c: TrainConfig):
     if c.num_envs > 0 and c.num_envs % t.teacher_n_minibatches:
         yield f"--teacher-n-minibatches ({t.teacher_n_minibatches}) must divide --num-envs ({c.num_envs})"
     if t.teacher_recurrent_cell == "s5":
-        problem = s5_problem(t.teacher_recurrent_size, c.model.s5_blocks, c.model.s5_layers,
-                             "--teacher-recurrent-size")
+        problem = s5_problem(t.teacher_recurrent_size, c.model, "--teacher-recurrent-size")
         if problem:
             yield problem
 

@@ -31,30 +31,17 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from minimax.models.recurrent import make_core
+from minimax.models.recurrent import WithRecurrentCore
 
 
-class MazeActorCritic(nn.Module):
+class MazeActorCritic(WithRecurrentCore):
+    """The student; its core options (`recurrent_cell`, `recurrent_size`, `s5_*`) and
+    `initial_carry(batch)` come from `WithRecurrentCore`."""
+
     n_actions: int = 7
-    recurrent_cell: str = "lstm"
-    recurrent_size: int = 256
-    s5_layers: int = 2          # S5 core only (models/s5.py)
-    s5_blocks: int = 2
-    s5_layernorm: str = "post"
-    s5_scan: str = "auto"
     conv_filters: int = 16
     dir_embed_size: int = 5
     head_hidden: int = 32
-
-    def initial_carry(self, batch: int):
-        """Zero recurrent state for `batch` envs (the state at an episode start)."""
-        return self.core().initial_carry(batch)
-
-    def core(self, name: str | None = None) -> nn.Module:
-        """The recurrent core (`models/recurrent.py: make_core`)."""
-        return make_core(self.recurrent_cell, self.recurrent_size, s5_layers=self.s5_layers,
-                         s5_blocks=self.s5_blocks, s5_layernorm=self.s5_layernorm, s5_scan=self.s5_scan,
-                         name=name)
 
     @nn.compact
     def __call__(self, carry, obs: dict, reset: jax.Array):

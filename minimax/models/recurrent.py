@@ -194,3 +194,24 @@ def make_core(cell: str, features: int, *, s5_layers: int = 2, s5_blocks: int = 
     if cell == "s5":
         return S5(features, n_layers=s5_layers, n_blocks=s5_blocks, layernorm=s5_layernorm, scan=s5_scan, **where)
     return CORES[cell](features, **where)
+
+
+class WithRecurrentCore(nn.Module):
+    """The core options of a network built around a recurrent core (the student, the teacher):
+    `core(name)` builds it inside the network's `__call__`, `initial_carry(batch)` is its zero state
+    (the state at an episode start)."""
+
+    recurrent_cell: str = "lstm"
+    recurrent_size: int = 256
+    s5_layers: int = 2          # S5 core only (models/s5.py)
+    s5_blocks: int = 2
+    s5_layernorm: str = "post"
+    s5_scan: str = "auto"
+
+    def initial_carry(self, batch: int):
+        return self.core().initial_carry(batch)
+
+    def core(self, name: str | None = None) -> nn.Module:
+        return make_core(self.recurrent_cell, self.recurrent_size, s5_layers=self.s5_layers,
+                         s5_blocks=self.s5_blocks, s5_layernorm=self.s5_layernorm, s5_scan=self.s5_scan,
+                         name=name)

@@ -97,15 +97,17 @@ def s5_initial_spectrum(state_size: int, n_blocks: int):
     return lam, v_full, v_full.conj().T
 
 
-def s5_shape_problem(state_size: int, n_blocks: int, n_layers: int) -> str | None:
-    """Why an S5 of `state_size` with `n_blocks` and `n_layers` cannot be built (None if it can)."""
-    if not (isinstance(n_layers, int) and n_layers >= 1):
-        return f"the number of S5 layers must be an int >= 1, got {n_layers!r}"
-    if not (isinstance(n_blocks, int) and n_blocks >= 1):
-        return f"the number of S5 blocks must be an int >= 1, got {n_blocks!r}"
+def s5_shape_problem(state_size, n_blocks, n_layers,
+                     names=("the S5 state size", "the number of S5 blocks", "the number of S5 layers")) -> str | None:
+    """Why an S5 of `state_size` with `n_blocks` and `n_layers` cannot be built (None if it can), naming
+    the three values by `names` (the config passes its flags)."""
+    size_name, blocks_name, layers_name = names
+    for name, value in ((layers_name, n_layers), (blocks_name, n_blocks)):
+        if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            return f"{name} must be an int >= 1, got {value!r}"
     if state_size % (2 * n_blocks):
-        return (f"the S5 state size ({state_size}) must split into {n_blocks} blocks of an even size "
-                f"(conjugate pairs): a multiple of {2 * n_blocks}")
+        return (f"an S5 core needs {size_name} ({state_size}) to split into {blocks_name} ({n_blocks}) blocks "
+                f"of an even size (conjugate pairs): a multiple of {2 * n_blocks}")
     return None
 
 
