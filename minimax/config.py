@@ -86,8 +86,8 @@ class ModelConfig:
     """The student network (`minimax.models.MazeActorCritic`)."""
 
     recurrent_cell: Literal["lstm", "gru", "s5"] = "lstm"
-    """Recurrent core of the student network: lstm, gru, or s5 (a stack of S5 state-space layers run by a
-    parallel scan; models/s5.py)."""
+    """Recurrent core of the student network: lstm, gru, or s5 (a stack of S5 state-space layers, whose
+    recurrence runs as one scan over the sequence: --s5-scan; models/s5.py)."""
     recurrent_size: int = 256
     """Units of the recurrent core (S5: the layers' width and state size, half of it complex states)."""
     s5_layers: int = 2
