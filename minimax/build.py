@@ -13,7 +13,7 @@ import jax
 from minimax.agents.ppo import PPOConfig
 from minimax.config import TrainConfig
 from minimax.devices import DeviceLayout, plan_layout
-from minimax.envs.maze import AMaze, MazeParams, make_dr_generator, make_empty_generator
+from minimax.envs.maze import AMaze, MazeParams, level_layout, make_dr_generator, make_empty_generator
 from minimax.envs.maze.teacher import MazeTeacher, TeacherParams
 from minimax.envs.maze.mutators import make_mutator
 from minimax.envs.maze.paths import env_metrics
@@ -89,7 +89,7 @@ def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD):
         students = ppo_config(cfg)
         return PAIREDRunner(make_env(cfg), env_params(cfg), MazeTeacher(), teacher_params(cfg), make_model(cfg),
                             make_teacher_model(cfg), students, cfg.teacher.ppo(students, cfg.num_updates), cfg.num_envs,
-                            cfg.num_steps, n_students=cfg.teacher.n_students,
+                            cfg.num_steps, n_students=cfg.teacher.students_for(cfg.method),
                             score=cfg.teacher.score_for(cfg.method), level_metrics=env_metrics, shard=shard)
     args = (make_env(cfg), env_params(cfg), level_generator(cfg), make_model(cfg), ppo_config(cfg), cfg.num_envs,
             cfg.num_steps)
@@ -97,7 +97,7 @@ def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD):
         return DRRunner(*args, shard=shard, restart_each_update=cfg.env.dr_restart_each_update)
     mutator = make_mutator(cfg.env.mutator, cfg.curriculum.n_mutations) if runner.mutates else None
     return runner(*args, buffer=cfg.buffer, curriculum=cfg.curriculum, mutator=mutator, level_metrics=env_metrics,
-                  shard=shard, global_buffer=cfg.global_buffer)
+                  level_identity=level_layout, shard=shard, global_buffer=cfg.global_buffer)
 
 
 def device_layout(cfg: TrainConfig) -> DeviceLayout:

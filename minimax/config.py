@@ -296,11 +296,14 @@ class TrainConfig:
         for group in GROUPS:
             nested = values.get(group)
             if isinstance(nested, dict):
+                nested = {k: v for k, v in nested.items() if k not in RETIRED}
                 names = flag_names(GROUPS[group])
                 unknown = sorted(set(nested) - set(names))
                 if unknown:
                     raise ConfigError(f"unknown config option(s) {', '.join(f'{group}.{k}' for k in unknown)}")
                 flat.update({names[k]: v for k, v in nested.items() if names[k] in OPTIONS})
+        for name in RETIRED:
+            flat.pop(name, None)
         if "mutation_criterion" not in flat:
             # Configs saved before the criterion existed: q > 0 mutated the q best-scored replays.
             q = flat.get("mutation_subsample", 0)
@@ -319,6 +322,10 @@ class TrainConfig:
             raise ConfigError(f"cannot read config {path}: {e}") from None
         return cls.from_dict(values)
 
+
+RETIRED = ("max_search_rollouts",)
+"""Options of older runs that no longer exist (ignored when their config is read): the cap on a
+step's gradient-free search, from before a PLR-family step became one cycle."""
 
 GROUPS: dict[str, type] = {"env": EnvConfig, "model": ModelConfig, "ppo": PPOConfig, "eval": EvalConfig,
                            "buffer": BufferConfig, "curriculum": CurriculumConfig, "teacher": TeacherConfig}
@@ -377,7 +384,7 @@ def _problems(c: TrainConfig):
 def _teacher_problems(c: TrainConfig):
     """The learned teacher's options against the method and the maze (only for those methods)."""
     t, e = c.teacher, c.env
-    problem = population_problem(t.score_for(c.method), t.n_students)
+    problem = population_problem(t.score_for(c.method), t.students_for(c.method), c.method)
     if problem:
         yield f"{c.method}: {problem}"
     cells = e.maze_height * e.maze_width
@@ -402,6 +409,10 @@ def _curriculum_problems(c: TrainConfig):
     ready_at = math.ceil(cur.min_fill_ratio * size)
     if c.method in ("robust_plr", "accel") and cur.replay_prob <= 0 and not cur.train_levels:
         yield f"--replay-prob must be > 0 for {c.method} (it trains only on replays), got {cur.replay_prob}"
+    if cur.train_levels and c.method in MUTATION_METHODS:
+        yield (f"--train-levels ({cur.train_levels}) cannot be used with {c.method}: its mutated levels would take "
+               f"the buffer slots of seen training levels, which are then lost for good (use robust_plr, plr or "
+               f"parallel_plr)")
     if cur.train_levels and size < cur.train_levels:
         yield (f"--train-levels ({cur.train_levels}) needs --buffer-size >= {cur.train_levels} (got {size}): "
                f"the buffer must hold every training level, so none is evicted and lost for good")
@@ -431,8 +442,6 @@ _TEACHER = dict(teacher_lr=1e-4, teacher_gamma=0.995, teacher_gae_lambda=0.98, t
                 teacher_recurrent_size=256)
 """Table 5's PAIRED column for the generator (teacher), with the release's `maze/paired.json` for
 what the table leaves out (design budget, noise, network)."""
-N_STUDENTS = {"paired": 2, "pop_paired": 3, "minimax_adversary": 1}
-"""Students per learned-teacher preset. The report fixes only N >= 2 for population PAIRED; 3 is ours."""
 _ACCEL = dict(mutation_criterion="batch", mutation_subsample=4, n_walls=0)  # ACCEL grows levels from empty rooms
 
 TABLE_5 = {
@@ -471,7 +480,7 @@ def _preset(name: str) -> TrainConfig:
         (method, gamma, lr, entropy, p, beta, mutations), layernorm = TABLE_5[name], None
     values = dict(preset=name, method=method, gamma=gamma, lr=lr, entropy_coef=entropy, n_walls=60, **_SHARED)
     if method in TEACHER_METHODS:
-        values.update(_TEACHER, n_students=N_STUDENTS[method])
+        values.update(_TEACHER)
     elif method != "dr":
         values.update(_PLR, replay_prob=p, temperature=beta)
     if mutations:

@@ -55,7 +55,7 @@ class Policy:
     def agent(self) -> str:
         """Which of the run's agents this is, where a run trains several (PAIRED and relatives)."""
         index = getattr(RUNNERS[self.cfg.method], "evaluated_agent", None)
-        return "" if index is None else f"its protagonist: student {index} of {self.cfg.teacher.n_students}"
+        return "" if index is None else f"its protagonist: student {index} of {self.cfg.teacher.students_for(self.cfg.method)}"
 
 
 def load_policies(run_dir, step: int | None = None) -> list[Policy]:

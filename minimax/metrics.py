@@ -87,6 +87,7 @@ def mean_row(rows: list[dict]) -> dict:
 def log_columns(metrics_abstract: dict, eval_names, multi_seed: bool) -> list[str]:
     """The columns of a run's CSV log, from the shapes of one step's metrics."""
     row = summarize({k: np.zeros((1,), v.dtype) for k, v in metrics_abstract.items()})
-    columns = ["update", "cycles", "env_steps", "time_s", "sps"] + [k for k in row if k not in ("env_steps", "cycles")]
+    counters = ("cycles", "env_steps", "gradient_updates")
+    columns = ["update", *counters, "time_s", "sps"] + [k for k in row if k not in counters]
     columns += [f"eval/{n}" for n in eval_names]
     return (["seed"] if multi_seed else []) + columns

@@ -107,17 +107,19 @@ def save_buffer_pictures(buffer, cfg: TrainConfig, layout: DeviceLayout, out_dir
 
 
 def start_state(cfg: TrainConfig, checkpoints: Checkpointer, init, init_keys, abstract, layout: DeviceLayout):
-    """`(state, update, cycles, env_steps)`: from the latest checkpoint with --resume, else fresh.
-    `cycles` and `env_steps` are per-seed counters (they differ between seeds of the PLR family)."""
+    """`(state, update, counters)`: from the latest checkpoint with --resume, else fresh. `counters`
+    holds per-seed `cycles`, `env_steps` and `gradient_updates` (they differ between seeds of the
+    PLR family, whose steps are cycles with or without a gradient update)."""
     n = len(layout.seeds)
     if not cfg.resume:
-        return init(init_keys), 0, np.zeros(n, np.int64), np.zeros(n, np.int64)
+        return init(init_keys), 0, {k: np.zeros(n, np.int64) for k in COUNTERS}
     if checkpoints.latest_step() is None:
         raise RunError(f"--resume: {cfg.run_dir} has no checkpoint yet; start it again without --resume "
                        f"(with --overwrite)")
     state, meta = checkpoints.restore(abstract)
-    cycles, env_steps = (np.broadcast_to(np.asarray(meta[k], np.int64), (n,)).copy() for k in ("cycles", "env_steps"))
-    return state, int(meta["update"]), cycles, env_steps
+    meta.setdefault("gradient_updates", meta["update"])  # checkpoints of runs whose every step trained
+    return state, int(meta["update"]), {k: np.broadcast_to(np.asarray(meta[k], np.int64), (n,)).copy()
+                                        for k in COUNTERS}
 
 
 def open_logger(cfg: TrainConfig, run_dir, metrics_abstract: dict, evaluator, layout: DeviceLayout,
@@ -133,15 +135,19 @@ def open_logger(cfg: TrainConfig, run_dir, metrics_abstract: dict, evaluator, la
     return logger
 
 
-def log_rows(rows: list[dict], layout: DeviceLayout, update: int, cycles, env_steps, seconds: float) -> list[dict]:
-    """A chunk's per-seed rows with the run's counters (`cycles`, `env_steps`: advanced in place)
-    and its timing: the whole program's steps per second."""
-    cycles += [r["cycles"] for r in rows]
-    env_steps += [r["env_steps"] for r in rows]
+COUNTERS = ("cycles", "env_steps", "gradient_updates")
+"""Per-seed run totals the logs report (and checkpoints keep): rollout cycles, simulated steps, PPO updates."""
+
+
+def log_rows(rows: list[dict], layout: DeviceLayout, update: int, counters: dict, seconds: float) -> list[dict]:
+    """A chunk's per-seed rows with the run's totals (`counters`, advanced in place) and its
+    timing: the whole program's steps per second."""
+    for k in COUNTERS:
+        counters[k] += [r[k] for r in rows]
     sps = sum(r["env_steps"] for r in rows) / seconds
-    return [{**({"seed": s} if layout.multi_seed else {}), "update": update, "cycles": int(cycles[i]),
-             "env_steps": int(env_steps[i]), "time_s": seconds, "sps": sps,
-             **{k: v for k, v in r.items() if k not in ("env_steps", "cycles")}}
+    return [{**({"seed": s} if layout.multi_seed else {}), "update": update,
+             **{k: int(counters[k][i]) for k in COUNTERS}, "time_s": seconds, "sps": sps,
+             **{k: v for k, v in r.items() if k not in COUNTERS}}
             for i, (s, r) in enumerate(zip(layout.seeds, rows))]
 
 
@@ -163,7 +169,7 @@ def train(cfg: TrainConfig, on_checkpoint=None) -> dict:
     init = jax.jit(distribute_init(runner, layout))
     abstract = jax.eval_shape(init, init_keys)
 
-    state, update, cycles, env_steps = start_state(cfg, checkpoints, init, init_keys, abstract, layout)
+    state, update, counters = start_state(cfg, checkpoints, init, init_keys, abstract, layout)
 
     programs: dict[int, object] = {}
 
@@ -184,7 +190,7 @@ def train(cfg: TrainConfig, on_checkpoint=None) -> dict:
         logger = open_logger(cfg, run_dir, metrics_abstract, evaluator, layout, update)
 
     row: dict = {}
-    progress = Progress(cfg.num_updates, update, int(env_steps.sum()), enabled=cfg.progress and lead)
+    progress = Progress(cfg.num_updates, update, int(counters["env_steps"].sum()), enabled=cfg.progress and lead)
     try:
         while update < cfg.num_updates:
             length = min(cfg.log_every, cfg.num_updates - update)
@@ -192,8 +198,8 @@ def train(cfg: TrainConfig, on_checkpoint=None) -> dict:
             t0 = time.perf_counter()
             state, metrics = run_chunk(state)
             rows = seed_rows(metrics, layout)  # waits for the chunk
-            update += rows[0]["gradient_updates"]  # one per step for every runner and seed
-            rows = log_rows(rows, layout, update, cycles, env_steps, time.perf_counter() - t0)
+            update += length  # steps: one gradient update each (DR, PAIRED) or one cycle (the PLR family)
+            rows = log_rows(rows, layout, update, counters, time.perf_counter() - t0)
             final = update >= cfg.num_updates
             if cfg.eval.eval_every and (update % cfg.eval.eval_every == 0 or final):
                 params = seed_params(evaluated_params(cfg, state.train_state.params, layout.multi_seed),
@@ -208,11 +214,10 @@ def train(cfg: TrainConfig, on_checkpoint=None) -> dict:
                 logger.log_rows(rows + ([row] if layout.multi_seed else []))
             if (cfg.checkpoint_every and update % cfg.checkpoint_every == 0) or final:
                 counts = (lambda a: a.tolist()) if layout.multi_seed else (lambda a: int(a[0]))
-                checkpoints.save(update, state, {"update": update, "cycles": counts(cycles),
-                                                 "env_steps": counts(env_steps)})
+                checkpoints.save(update, state, {"update": update, **{k: counts(v) for k, v in counters.items()}})
                 if on_checkpoint is not None and on_checkpoint(update) and not final:
                     break
-            progress.advance(update, int(env_steps.sum()), row["sps"], row.get("train/return"))
+            progress.advance(update, int(counters["env_steps"].sum()), row["sps"], row.get("train/return"))
     finally:
         progress.close()
         if logger is not None:

@@ -1,8 +1,9 @@
-"""Curricula: the PLR level buffer, level scores and finite training sets."""
+"""Curricula: the PLR level buffer, level scores, finite training sets and the teachers' regret."""
 
-from minimax.curricula.level_buffer import (BufferConfig, LevelBuffer, buffer_stats, init_buffer, insert,
-                                            replay_decision, replay_weights, sample_replay, update_scores)
+from minimax.curricula.level_buffer import (BufferConfig, LevelBuffer, Located, advance_clock, buffer_stats,
+                                            init_buffer, locate, offer, replay_decision, replay_weights,
+                                            sample_replay)
 from minimax.curricula.scores import SCORE_FUNCTIONS, ScoreInputs, score_levels
 
-__all__ = ["BufferConfig", "LevelBuffer", "buffer_stats", "init_buffer", "insert", "replay_decision",
-           "replay_weights", "sample_replay", "update_scores", "SCORE_FUNCTIONS", "ScoreInputs", "score_levels"]
+__all__ = ["BufferConfig", "LevelBuffer", "Located", "advance_clock", "buffer_stats", "init_buffer", "locate", "offer",
+           "replay_decision", "replay_weights", "sample_replay", "SCORE_FUNCTIONS", "ScoreInputs", "score_levels"]

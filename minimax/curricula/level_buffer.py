@@ -3,36 +3,44 @@
 PLR keeps the levels it has seen with a score (how much the agent can still learn on each)
 and replays them with probability `P_replay = (1 - rho) * P_S + rho * P_C` (PLR eq. 4) over
 the filled slots: `P_S` from the scores by a transform with temperature beta (rank:
-`h(S_i) = 1 / rank(S_i)`, `P_S ∝ h^(1/beta)`, eq. 1), `P_C` from staleness, the episodes
-since a level was last sampled (`P_C ∝ c - C_i`, eq. 3).
+`h(S_i) = 1 / rank(S_i)`, `P_S ∝ h^(1/beta)`, eq. 1), `P_C` from staleness, the levels handed
+out since a level was last sampled (`P_C ∝ c - C_i`, eq. 3).
 
 Everything here is a pure function of a `LevelBuffer` value, branch-free with static shapes:
 it runs inside the jitted step, vmaps over seeds and checkpoints with the runner state.
 Levels are any pytree (stacked `[K, ...]`), not only mazes.
 
-Choices the papers leave open, made explicit:
-- Ranks are competition ranks: equal scores share the best rank and probability.
-- The episode counter `c` (the clock of PLR eq. 3) counts levels handed out for play, each
-  once: a replay draw adds one (`sample_replay`), a batch of new levels adds its size
-  (`insert`'s `played`, or `advance_clock` when they are handed out before the replays of
-  the same rollout). A drawn level's timestamp is the clock at its draw; a stored newcomer's
-  is the clock after its batch, so both start at staleness 0.
-- Replay batches are drawn one level at a time, as in both reference samplers: each draw
-  refreshes the drawn level's timestamp before the next draw of the same batch.
-- With nothing to prefer (all scores zero under `power`, zero staleness), a transform
-  falls back to uniform over the filled slots; an empty buffer gives uniform over all
-  slots (runners never replay from it: see `replay_decision`).
-- A level already in the buffer is not stored twice: offering it again updates the
-  stored score (by the same rule as a replay), its max return and its timestamp.
-- Replacement keeps the K highest-scoring levels of buffer ∪ newcomers: newcomers fill
-  empty slots first, then displace the lowest scores they beat (ties keep the stored).
+Where the papers leave a choice open, the default is what the minimax release
+(`util/rl/plr.py`, the code behind the report's tables) does; the alternatives are options:
+- **Which slot a newcomer takes** (`--buffer-replacement`): `release` offers a batch one level
+  at a time; a newcomer takes the first empty slot, else the slot of lowest `P_replay` (the
+  first on ties), and only if its score is at least that slot's; it inherits the evicted
+  slot's staleness (a level entering an empty slot starts at 0). `jaxued` is the same with a
+  strictly higher score required and staleness 0 for every newcomer (jaxued's LevelSampler).
+  `lowest_score` replaces the lowest score, so the buffer keeps the K best of old and new.
+- **Ranks** (`--rank-ties`): `ordinal` (the release and jaxued: `argsort`, so equal scores
+  get consecutive ranks, the lower slot first) or `competition` (equal scores share the best).
+- **A slot replayed by several envs of one batch** (`--replay-merge`): `first` (the release,
+  whose de-duplication masks every later copy of a level in a batch), `last` (a plain
+  sequential update) or `mean` of their scores.
+- **MaxMC's stored maximum** (`--stored-max-return`): `rollout` (the release: a level is
+  scored against max(stored, this rollout) but stores this rollout's maximum) or `running`
+  (the best return ever seen, as jaxued and the PLR paper describe it).
+- With nothing stale (all staleness 0), `P_C` is `P_S` (the release); an empty buffer gives
+  uniform over all slots (runners never replay from it: see `replay_decision`).
+The staleness clock `c` advances by one per replay draw (each draw refreshes the drawn
+level's timestamp before the next draw of the same batch, as both reference samplers do)
+and by the batch size per cycle of new levels (`advance_clock`), as the release counts.
+De-duplication (`--unique-levels`) happens before a rollout (`locate`): a level already
+stored is played as that slot (scored against its stored max return, then updated, never
+stored twice) and a later copy within one batch is not offered at all.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Callable, Literal
 
 import jax
 import jax.numpy as jnp
@@ -43,6 +51,11 @@ from flax import struct
 from minimax.options import check
 
 ScoreTransform = Literal["rank", "power", "softmax", "eps_greedy", "top_k"]
+Replacement = Literal["release", "jaxued", "lowest_score"]
+RankTies = Literal["ordinal", "competition"]
+ReplayMerge = Literal["first", "last", "mean"]
+StoredMaxReturn = Literal["rollout", "running"]
+DedupeBy = Literal["layout", "exact"]
 StalenessTransform = Literal["power", "rank", "softmax"]
 SCORE_TRANSFORMS: tuple[str, ...] = typing.get_args(ScoreTransform)
 STALENESS_TRANSFORMS: tuple[str, ...] = typing.get_args(StalenessTransform)
@@ -72,7 +85,19 @@ class BufferConfig:
     top_k: int = 32
     """Levels sampled uniformly by --score-transform top_k."""
     unique_levels: bool = True
-    """Keep only distinct levels in the buffer (a duplicate updates the stored entry)."""
+    """Keep only distinct levels in the buffer (a level already stored is played and updated as that entry)."""
+    replacement: Annotated[Replacement, tyro.conf.arg(name="buffer_replacement")] = "release"
+    """Which slot a newcomer takes: release (lowest replay probability, if its score is >= that slot's; inherits
+    its staleness), jaxued (same slot, strictly higher score, staleness 0) or lowest_score (keep the K best)."""
+    rank_ties: RankTies = "ordinal"
+    """Ranks of equal scores under --score-transform rank: ordinal (the release, jaxued) or competition (shared)."""
+    replay_merge: ReplayMerge = "first"
+    """A slot replayed by several envs of one batch takes the first env's score (the release), the last, or the mean."""
+    stored_max_return: StoredMaxReturn = "rollout"
+    """MaxMC: store each rollout's best return (the release) or the best ever seen (running; jaxued, the PLR paper)."""
+    dedupe_by: DedupeBy = "layout"
+    """Level identity for --unique-levels: layout (the environment's comparator; AMaze: walls, goal and agent
+    position, not its direction, as the release) or exact (every field)."""
 
     def __post_init__(self):
         check(self, self._rules)
@@ -152,6 +177,14 @@ def competition_rank(values: jax.Array, mask: jax.Array) -> jax.Array:
     return (k - jnp.searchsorted(ascending, key, side="right") + 1).astype(jnp.float32)
 
 
+def ordinal_rank(values: jax.Array, mask: jax.Array) -> jax.Array:
+    """1 + position in a stable descending sort of the masked entries: equal values get
+    consecutive ranks, the lower index first (`argsort(-scores)` in the release and jaxued)."""
+    k = values.shape[0]
+    order = jnp.argsort(jnp.where(mask, -values, jnp.inf), stable=True)
+    return jnp.zeros((k,), jnp.float32).at[order].set(jnp.arange(1, k + 1, dtype=jnp.float32))
+
+
 def _normalize(weights: jax.Array, mask: jax.Array) -> jax.Array:
     """Weights over `mask` summing to 1; uniform over `mask` when they sum to 0, uniform
     over everything when `mask` is empty."""
@@ -163,10 +196,10 @@ def _normalize(weights: jax.Array, mask: jax.Array) -> jax.Array:
 
 
 def transform_weights(values: jax.Array, mask: jax.Array, transform: str, temperature: float,
-                      eps: float = 0.05, top_k: int = 1) -> jax.Array:
+                      eps: float = 0.05, top_k: int = 1, ties: str = "competition") -> jax.Array:
     """A distribution over the masked entries from `values` (higher = more likely).
 
-    rank:       P ∝ (1 / rank)^(1/T)                (PLR eq. 1, competition ranks)
+    rank:       P ∝ (1 / rank)^(1/T)                (PLR eq. 1; `ties`: ordinal or competition ranks)
     power:      P ∝ max(v, 0)^(1/T)                 (computed as (v / max v)^(1/T))
     softmax:    P ∝ exp(v / T)
     eps_greedy: (1 - eps) spread over the maxima, eps uniform over all masked entries
@@ -175,7 +208,8 @@ def transform_weights(values: jax.Array, mask: jax.Array, transform: str, temper
     values = jnp.asarray(values, jnp.float32)
     inv_t = 1.0 / temperature
     if transform == "rank":
-        weights = competition_rank(values, mask) ** -inv_t
+        rank = ordinal_rank(values, mask) if ties == "ordinal" else competition_rank(values, mask)
+        weights = rank ** -inv_t
     elif transform == "power":
         v = jnp.where(mask, jnp.maximum(values, 0.0), 0.0)
         top = v.max()
@@ -202,7 +236,7 @@ def staleness(buffer: LevelBuffer) -> jax.Array:
 def score_weights(buffer: LevelBuffer, cfg: BufferConfig) -> jax.Array:
     """P_S over the filled slots."""
     return transform_weights(buffer.scores, buffer.filled, cfg.score_transform, cfg.temperature, cfg.eps,
-                             cfg.top_k)
+                             cfg.top_k, cfg.rank_ties)
 
 
 def staleness_weights(buffer: LevelBuffer, cfg: BufferConfig) -> jax.Array:
@@ -211,12 +245,18 @@ def staleness_weights(buffer: LevelBuffer, cfg: BufferConfig) -> jax.Array:
                              cfg.staleness_temperature)
 
 
+def _mix(p_score: jax.Array, buffer: LevelBuffer, cfg: BufferConfig) -> jax.Array:
+    """(1 - rho) P_S + rho P_C, with P_C = P_S while no filled level is stale (the release)."""
+    if cfg.staleness_coef == 0:
+        return p_score
+    any_stale = (staleness(buffer) > 0).any()
+    p_stale = jnp.where(any_stale, staleness_weights(buffer, cfg), p_score)
+    return (1 - cfg.staleness_coef) * p_score + cfg.staleness_coef * p_stale
+
+
 def replay_weights(buffer: LevelBuffer, cfg: BufferConfig) -> jax.Array:
     """float32[K]: P_replay = (1 - rho) P_S + rho P_C, zero on empty slots (PLR eq. 4)."""
-    p = score_weights(buffer, cfg)
-    if cfg.staleness_coef > 0:
-        p = (1 - cfg.staleness_coef) * p + cfg.staleness_coef * staleness_weights(buffer, cfg)
-    return p
+    return _mix(score_weights(buffer, cfg), buffer, cfg)
 
 
 # --------------------------------------------------------------------------- sampling
@@ -234,14 +274,10 @@ def sample_replay(key, buffer: LevelBuffer, n: int, cfg: BufferConfig, replace: 
     """
     k = buffer.capacity
     p_score = score_weights(buffer, cfg)
-    rho = cfg.staleness_coef
 
     def draw(carry, key):
         last, count, taken = carry
-        p = p_score
-        if rho > 0:
-            stale = buffer.replace(last_sampled=last, episode_count=count)
-            p = (1 - rho) * p + rho * staleness_weights(stale, cfg)
+        p = _mix(p_score, buffer.replace(last_sampled=last, episode_count=count), cfg)
         if not replace:
             p = _normalize(jnp.where(taken, 0.0, p), buffer.filled & ~taken)
         i = jax.random.choice(key, k, (), p=p).astype(jnp.int32)
@@ -277,104 +313,131 @@ def _blend(old, observed, alpha: float):
     return observed if alpha == 1.0 else (1 - alpha) * old + alpha * observed
 
 
-def update_scores(buffer: LevelBuffer, idx, scores, max_returns, valid, cfg: BufferConfig) -> LevelBuffer:
-    """Fold the scores of a replay rollout into the buffer.
-
-    `idx[n]` are the replayed slots, `scores[n]`, `max_returns[n]` what the rollout measured
-    and `valid[n]` whether it measured anything (a completed episode). A slot replayed by
-    several envs gets the mean of their scores; then `new = (1 - alpha) old + alpha mean`.
-    The max return only ever grows.
-    """
-    k = buffer.capacity
-    ok = valid & jnp.isfinite(scores)
-    total = jax.ops.segment_sum(jnp.where(ok, scores, 0.0), idx, k)
-    count = jax.ops.segment_sum(ok.astype(jnp.float32), idx, k)
-    observed = total / jnp.maximum(count, 1.0)
-    hit = (count > 0) & buffer.filled
-    new_scores = jnp.where(hit, _blend(buffer.scores, observed, cfg.score_alpha), buffer.scores)
-    best = jax.ops.segment_max(jnp.where(ok, max_returns, -jnp.inf), idx, k)
-    new_max = jnp.where(hit, jnp.maximum(buffer.max_returns, best), buffer.max_returns)
-    return buffer.replace(scores=new_scores, max_returns=new_max)
-
-
 @struct.dataclass
-class InsertInfo:
-    slots: jax.Array       # int32[n]: where each offered level (or its stored copy) now lives, -1 if nowhere
-    inserted: jax.Array    # bool[n]: stored as a new entry
-    duplicate: jax.Array   # bool[n]: already in the buffer or earlier in the batch
+class Located:
+    """Where the levels of a batch already are, found before they are played (`locate`)."""
+
+    slots: jax.Array    # int32[n]: the slot holding an equal level, -1 if none
+    repeat: jax.Array   # bool[n]: an equal level comes earlier in the batch (not offered)
+    first: jax.Array    # int32[n]: the batch index of the first equal level (itself if none earlier)
 
 
-def insert(buffer: LevelBuffer, levels, scores, max_returns, valid, cfg: BufferConfig, mutations=None,
-           played=None):
-    """Offer a batch of `n` played levels: `(buffer, InsertInfo)`.
+def _identity(cfg: BufferConfig, identity: Callable | None) -> Callable:
+    """The part of a level that makes it the same level: the environment's `identity` under
+    `dedupe_by == "layout"`, else (or without one) the whole level."""
+    return identity if identity is not None and cfg.dedupe_by == "layout" else (lambda level: level)
 
-    The clock advances by `played`, the number of levels this batch handed out for play
-    (default `n`: a batch of new levels, each played once). Pass 0 for levels already counted
-    (replays are counted by `sample_replay`, new levels handed out earlier by `advance_clock`).
 
-    Levels with `valid` False (no completed episode, hence no score) are skipped. With
-    `cfg.unique_levels`, a level equal to an earlier one in the batch is dropped and one
-    already in the buffer updates the stored entry (score by `update_scores`' rule, max
-    return, timestamp). The rest fill empty slots first, then replace the lowest-scoring
-    levels they outscore, so the buffer keeps the best K of old and new.
+def locate(buffer: LevelBuffer, levels, cfg: BufferConfig, identity: Callable | None = None) -> Located:
+    """Find a batch of `n` levels in the buffer and in itself before they are played (the
+    release's `dedupe_levels`): a level equal to a stored one is played as that slot (scored
+    against its stored max return, then updated, not stored again), and a later copy of a level
+    within the batch is not offered. Without `cfg.unique_levels` nothing is found."""
+    n = jax.tree.leaves(levels)[0].shape[0]
+    idx = jnp.arange(n, dtype=jnp.int32)
+    if not cfg.unique_levels:
+        return Located(slots=jnp.full((n,), -1, jnp.int32), repeat=jnp.zeros((n,), bool), first=idx)
+    key = _identity(cfg, identity)
+    ids = jax.vmap(key)(levels)
+    hashes = jax.vmap(level_hash)(ids)
+    earlier = jnp.all(hashes[:, None] == hashes[None, :], -1) & (idx[None, :] < idx[:, None])   # [i, j]
+    first = jnp.argmax(earlier, axis=1).astype(jnp.int32)
+    repeat = earlier.any(1) & jax.vmap(levels_equal)(ids, jax.tree.map(lambda x: x[first], ids))
+    stored = jnp.all(hashes[:, None] == buffer.hashes[None, :], -1) & buffer.filled[None, :]  # [n, K]
+    slot = jnp.argmax(stored, axis=1).astype(jnp.int32)
+    found = stored.any(1) & jax.vmap(levels_equal)(ids, jax.vmap(key)(jax.tree.map(lambda x: x[slot], buffer.levels)))
+    return Located(slots=jnp.where(found, slot, -1), repeat=repeat, first=jnp.where(repeat, first, idx))
+
+
+def _merge_offers(slots, scores, max_returns, ok, rule: str):
+    """One offer per stored slot: `(apply bool[n], scores, max_returns)`, the merged values at
+    the offer that is applied (`rule`: first / last / mean, see `BufferConfig.replay_merge`)."""
+    n = slots.shape[0]
+    idx = jnp.arange(n)
+    same = (slots[:, None] >= 0) & (slots[:, None] == slots[None, :])                  # [i, j]
+    if rule == "first":  # the first offer decides, valid or not (the release masks later copies)
+        return ok & ~(same & (idx[None, :] < idx[:, None])).any(1), scores, max_returns
+    if rule == "last":
+        return ok & ~(same & ok[None, :] & (idx[None, :] > idx[:, None])).any(1), scores, max_returns
+    if rule != "mean":
+        raise ValueError(f"unknown replay merge {rule!r}; choose from {', '.join(typing.get_args(ReplayMerge))}")
+    w = same & ok[None, :]
+    mean = jnp.where(w, scores[None, :], 0.0).sum(1) / jnp.maximum(w.sum(1), 1)
+    best = jnp.where(w, max_returns[None, :], -jnp.inf).max(1)
+    return ok & ~(w & (idx[None, :] < idx[:, None])).any(1), mean, best
+
+
+def offer(buffer: LevelBuffer, levels, slots, scores, max_returns, valid, cfg: BufferConfig, mutations=None,
+          identity: Callable | None = None, first=None):
+    """Fold one played batch of `n` levels into the buffer, one level at a time in batch order
+    (the release's `PLRManager.update`): `(buffer, where int32[n])`.
+
+    `slots[i] >= 0`: level i is stored there (a replay, or found by `locate`); its entry gets the
+    new score (`(1 - alpha) old + alpha observed`) and max return (`stored_max_return`), offers
+    of one slot merged by `replay_merge`; an entry that a newcomer earlier in the batch replaced
+    is left alone. `slots[i] == -1`: a newcomer, stored by the `replacement` rule (the slot is
+    recomputed after every insertion). `valid` False (no completed episode, hence no score; or a
+    repeat within the batch) offers nothing. `max_returns` are this rollout's best returns,
+    `mutations` the newcomers' mutation counts (a stored entry keeps its own). `where[i]` is
+    the slot that holds level i afterwards, -1 if none (a repeat: where its `first` copy is).
+    The clock is not touched: replays advance it as they are drawn, new levels by `advance_clock`.
     """
-    n = scores.shape[0]
-    k = buffer.capacity
-    mutations = jnp.zeros((n,), jnp.int32) if mutations is None else mutations
+    n, k = scores.shape[0], buffer.capacity
+    mutations = jnp.zeros((n,), jnp.int32) if mutations is None else jnp.asarray(mutations, jnp.int32)
+    slots = jnp.asarray(slots, jnp.int32)
+    scores = jnp.asarray(scores, jnp.float32)
+    max_returns = jnp.asarray(max_returns, jnp.float32)
     ok = valid & jnp.isfinite(scores)
-    count = buffer.episode_count + (n if played is None else jnp.asarray(played, jnp.int32))
+    stored = slots >= 0
+    apply, merged_scores, merged_max = _merge_offers(slots, scores, max_returns, ok, cfg.replay_merge)
+    is_update = stored & apply
+    is_new = ~stored & ok
+    key = _identity(cfg, identity)
+    hashes = jax.vmap(lambda level: level_hash(key(level)))(levels)
+    strict = cfg.replacement != "release"          # jaxued and lowest_score need a strictly higher score
+    fresh = cfg.replacement != "release"           # ... and start newcomers at staleness 0
 
-    if cfg.unique_levels:
-        hashes = jax.vmap(level_hash)(levels)                                    # [n, 2]
-        same = jnp.all(hashes[:, None] == hashes[None, :], -1) & ok[None, :]     # [i, j]
-        earlier = same & (jnp.arange(n)[None, :] < jnp.arange(n)[:, None])
-        first = jnp.argmax(earlier, axis=1)
-        in_batch = earlier.any(1) & jax.vmap(levels_equal)(levels, jax.tree.map(lambda x: x[first], levels))
-        stored = jnp.all(hashes[:, None] == buffer.hashes[None, :], -1) & buffer.filled[None, :]  # [n, K]
-        slot = jnp.argmax(stored, axis=1)
-        in_buffer = (stored.any(1) & jax.vmap(levels_equal)(levels, jax.tree.map(lambda x: x[slot], buffer.levels))
-                     & ok & ~in_batch)
-        # Duplicates of stored levels: update them in place (at most one offer per slot).
-        dup_slot = jnp.where(in_buffer, slot, k)
-        old = buffer.scores[slot]
-        buffer = buffer.replace(
-            scores=buffer.scores.at[dup_slot].set(_blend(old, scores, cfg.score_alpha), mode="drop"),
-            max_returns=buffer.max_returns.at[dup_slot].set(
-                jnp.maximum(buffer.max_returns[slot], max_returns), mode="drop"),
-            last_sampled=buffer.last_sampled.at[dup_slot].set(count, mode="drop"))
-    else:
-        hashes = jnp.zeros((n, 2), jnp.uint32)
-        in_batch = in_buffer = jnp.zeros((n,), bool)
-        first = slot = jnp.zeros((n,), jnp.int32)
+    def target_slot(buf):
+        empty = ~buf.filled
+        if cfg.replacement == "lowest_score":
+            lowest = lambda b: jnp.argmin(jnp.where(b.filled, b.scores, jnp.inf))  # noqa: E731
+        else:
+            lowest = lambda b: jnp.argmin(jnp.where(b.filled, replay_weights(b, cfg), jnp.inf))  # noqa: E731
+        return jax.lax.cond(empty.any(), lambda b: jnp.argmax(~b.filled), lowest, buf).astype(jnp.int32)
 
-    # Newcomers, best first, against the slots that are empty or lowest-scoring, worst first.
-    m = min(n, k)
-    newcomer = ok & ~in_batch & ~in_buffer
-    cand_score, order = jax.lax.top_k(jnp.where(newcomer, scores, -jnp.inf), m)
-    slot_key, slots = jax.lax.top_k(-jnp.where(buffer.filled, buffer.scores, -jnp.inf), m)
-    take = newcomer[order] & (~buffer.filled[slots] | (cand_score > -slot_key))
-    dest = jnp.where(take, slots, k)
+    def one(carry, x):
+        buf, replaced = carry
+        level, h, slot, score, mret, mut, upd, new, was_stored = x
+        s = jnp.maximum(slot, 0)
+        upd = upd & ~replaced[s]
+        target = target_slot(buf)
+        was_empty = ~buf.filled[target]
+        beats = score > buf.scores[target] if strict else score >= buf.scores[target]
+        ins = new & (was_empty | beats)
+        dest = jnp.where(upd, s, jnp.where(ins, target, k))
+        put_new = jnp.where(ins, target, k)
+        new_max = mret if cfg.stored_max_return == "rollout" else jnp.maximum(buf.max_returns[s], mret)
+        buf = buf.replace(
+            levels=jax.tree.map(lambda x, y: x.at[put_new].set(y, mode="drop"), buf.levels, level),
+            scores=buf.scores.at[dest].set(jnp.where(upd, _blend(buf.scores[s], score, cfg.score_alpha), score),
+                                           mode="drop"),
+            max_returns=buf.max_returns.at[dest].set(jnp.where(upd, new_max, mret), mode="drop"),
+            last_sampled=buf.last_sampled.at[jnp.where(ins & (was_empty | fresh), target, k)].set(
+                buf.episode_count, mode="drop"),
+            filled=buf.filled.at[put_new].set(True, mode="drop"),
+            mutations=buf.mutations.at[put_new].set(mut, mode="drop"),
+            hashes=buf.hashes.at[put_new].set(h, mode="drop"))
+        return (buf, replaced.at[put_new].set(True, mode="drop")), jnp.where(was_stored, s, jnp.where(ins, target, -1))
 
-    def put(stored, new):
-        return stored.at[dest].set(new[order], mode="drop")
-
-    buffer = buffer.replace(
-        levels=jax.tree.map(put, buffer.levels, levels),
-        scores=put(buffer.scores, scores.astype(jnp.float32)),
-        max_returns=put(buffer.max_returns, max_returns.astype(jnp.float32)),
-        last_sampled=put(buffer.last_sampled, jnp.full((n,), count, jnp.int32)),
-        filled=put(buffer.filled, jnp.ones((n,), bool)),
-        mutations=put(buffer.mutations, mutations.astype(jnp.int32)),
-        hashes=put(buffer.hashes, hashes),
-        episode_count=count)
-
-    inserted = jnp.zeros((n,), bool).at[order].set(take)
-    where_new = jnp.full((n,), -1, jnp.int32).at[order].set(jnp.where(take, slots, -1))
-    # A stored duplicate may have been displaced by a better newcomer of this same batch.
-    replaced = jnp.zeros((k,), bool).at[dest].set(True, mode="drop")
-    own = jnp.where(in_buffer, jnp.where(replaced[slot], -1, slot), where_new)
-    slots_out = jnp.where(in_batch, own[first], own).astype(jnp.int32)  # repeats: where the first copy is
-    return buffer, InsertInfo(slots=slots_out, inserted=inserted, duplicate=in_batch | in_buffer)
+    (buffer, _), where = jax.lax.scan(
+        one, (buffer, jnp.zeros((k,), bool)),
+        (levels, hashes, slots, merged_scores, merged_max, mutations, is_update, is_new, stored))
+    # A level's slot may have gone to a newcomer later in the batch: it holds the level only if it still matches.
+    w = jnp.maximum(where, 0)
+    where = jnp.where((where >= 0) & buffer.filled[w] & jnp.all(buffer.hashes[w] == hashes, -1), where, -1)
+    if first is not None:
+        where = where[first]
+    return buffer, where.astype(jnp.int32)
 
 
 # --------------------------------------------------------------------------- statistics

@@ -36,10 +36,11 @@ def level_from_seed(generator, seed):
     return generator(jax.random.fold_in(jax.random.key(LEVEL_SET_KEY), seed))
 
 
-def draw_new_seeds(key, training_set: TrainingSet, n: int):
+def draw_new_seeds(key, training_set: TrainingSet, n: int, mark: bool = True):
     """`n` seeds, uniformly without replacement from the unseen ones; once fewer than `n`
     are unseen the rest are uniform over all seeds. Returns `(training_set, seeds int32[n])`
-    with the drawn seeds marked seen."""
+    with the drawn seeds marked seen (with `mark`; the PLR runners mark a seed seen only once
+    its level is stored, see `mark_seen`)."""
     k_unseen, k_any = jax.random.split(key)
     size = training_set.num_levels
     # Gumbel top-k: unseen seeds beat seen ones, uniform among each group.
@@ -50,7 +51,13 @@ def draw_new_seeds(key, training_set: TrainingSet, n: int):
     available = (~training_set.seen).sum()
     fallback = jax.random.randint(k_any, (n,), 0, size)
     seeds = jnp.where(jnp.arange(n) < available, order, fallback).astype(jnp.int32)
-    return TrainingSet(seen=training_set.seen.at[seeds].set(True)), seeds
+    return (mark_seen(training_set, seeds) if mark else training_set), seeds
+
+
+def mark_seen(training_set: TrainingSet, seeds, where=True) -> TrainingSet:
+    """The training set with `seeds` (where `where`) marked seen."""
+    hit = jnp.broadcast_to(jnp.asarray(where, bool), seeds.shape)
+    return TrainingSet(seen=training_set.seen.at[jnp.where(hit, seeds, training_set.num_levels)].set(True, mode="drop"))
 
 
 def seen_fraction(training_set: TrainingSet) -> jax.Array:

@@ -1,17 +1,18 @@
 """ACCEL (Parker-Holder et al., 2022): robust PLR whose replayed levels are edited into new ones.
 
-A step is robust PLR's (search cycles, then a replay cycle that trains), followed by one
-mutation cycle: the replayed levels are mutated (`mutation_criterion`: every replayed level,
-or the q easiest / hardest tiled over the envs), played by the updated policy without a
-gradient, scored and offered to the buffer. Levels grow in difficulty from the generator's
-(empty rooms, in the report's configuration) by accumulated edits.
+A step is robust PLR's cycle (`plr.py`); a replay cycle, after its gradient update, also
+mutates the replayed levels (`mutation_criterion`: every replayed level, or the q easiest /
+hardest tiled over the envs) and plays the children with the updated policy, without a
+gradient; they are scored and offered to the buffer. All of it is one update, as in the
+minimax release. Levels grow in difficulty from the generator's (empty rooms, in the
+report's configuration) by accumulated edits.
 """
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
-from minimax.runners.plr_family import PLRState
 from minimax.runners.robust_plr import RobustPLRRunner
 
 
@@ -19,13 +20,19 @@ class ACCELRunner(RobustPLRRunner):
     method = "accel"
     mutates = True
 
-    def step(self, state: PLRState):
-        c = self.search_then_replay(state)
-        k_mut, k_roll = c.mutation_keys
-        buffer, metrics = c.buffer, c.metrics
-        children, mutations = self.mutate(k_mut, c.levels, buffer.scores[c.idx], buffer.mutations[c.idx])
-        rollout = self.rollout(k_roll, c.train_state.params, children)
-        scores, max_returns, valid = self.score(rollout, self.advantages(rollout), jnp.full((self.n,), -jnp.inf))
-        buffer = self._insert(buffer, children, scores, max_returns, valid & c.trainable, mutations)
-        metrics.update(self.group_metrics("mutated", children, rollout, scores, valid))
-        return self.finish_robust(state, c, buffer, metrics, c.cycles + 1)
+    def mutation_cycle(self, key, replay, params, buffer, idx, levels, scores):
+        """After a replay: play and offer the children of the replayed `levels` (slots `idx`,
+        scored `scores`); after a cycle of new levels: nothing. `(buffer, metrics)`."""
+        k_mut, k_roll = jax.random.split(key)
+
+        def mutate_and_play(buffer):
+            children, mutations = self.mutate(k_mut, levels, scores, buffer.mutations[idx])
+            slots, repeat, first = self._locate(buffer, children)
+            rollout = self.rollout(k_roll, params, children)
+            s, best, valid = self.score(rollout, self.advantages(rollout), self.prior_max(buffer, slots))
+            buffer, _ = self._offer(buffer, children, slots, s, best, valid & ~repeat, mutations, first)
+            return buffer, self.group_metrics("mutated", children, rollout, s, valid)
+
+        shapes = jax.eval_shape(mutate_and_play, buffer)[1]
+        skip = lambda buffer: (buffer, jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes))  # noqa: E731
+        return jax.lax.cond(replay, mutate_and_play, skip, buffer)

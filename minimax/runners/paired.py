@@ -57,6 +57,9 @@ TeacherScore = Literal[tuple(TEACHER_SCORES)]
 METHOD_SCORES = {"paired": "relative_regret", "pop_paired": "population_regret",
                  "minimax_adversary": "negative_return"}
 """Each learned-teacher method's reward for the teacher (`--teacher-score` overrides it)."""
+METHOD_STUDENTS = {"paired": 2, "pop_paired": 3, "minimax_adversary": 1}
+"""Each learned-teacher method's students when `--n-students` is 0. The report fixes only N >= 2 for
+population PAIRED; 3 is ours (the smallest population that is not PAIRED's pair)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,9 +68,10 @@ class TeacherConfig:
     The options the teacher does not set here (Adam epsilon, gradient clip, value clipping,
     learning-rate annealing) are the students' (`--adam-eps`, ...), as in the minimax release."""
 
-    n_students: int = 2
-    """Students trained against the teacher: 2 for paired (protagonist, antagonist), >= 2 for pop_paired,
-    1 for minimax_adversary. Student 0 is the protagonist (the evaluated policy)."""
+    n_students: int = 0
+    """Students trained against the teacher; 0 = the method's own: 2 for paired (protagonist, antagonist),
+    3 for pop_paired (any N >= 2 is population PAIRED), 1 for minimax_adversary (the only count it takes).
+    Student 0 is the protagonist (the evaluated policy)."""
     teacher_score: str = ""
     """The teacher's reward: relative_regret, mean_relative_regret, population_regret or negative_return;
     empty = the method's own (paired: relative_regret, pop_paired: population_regret, minimax_adversary:
@@ -110,12 +114,16 @@ class TeacherConfig:
         c.non_negative("teacher_n_walls", "teacher_noise_dim", "teacher_entropy_coef", "teacher_value_coef",
                        "teacher_clip_eps")
         c.unit("teacher_gamma", "teacher_gae_lambda")
-        c.integer("n_students", 1)
+        c.integer("n_students", 0)
         if self.teacher_score and self.teacher_score not in TEACHER_SCORES:
             c.add(f"--teacher-score must be one of {', '.join(TEACHER_SCORES)} (or empty), got {self.teacher_score!r}")
 
     def score_for(self, method: str) -> str:
         return self.teacher_score or METHOD_SCORES[method]
+
+    def students_for(self, method: str) -> int:
+        """The student count `method` trains: `--n-students`, or the method's own when it is 0."""
+        return self.n_students or METHOD_STUDENTS[method]
 
     def ppo(self, students: PPOConfig, num_updates: int) -> PPOConfig:
         """The teacher's PPO settings: its own where it has them, the students' otherwise;
@@ -127,8 +135,12 @@ class TeacherConfig:
                                 total_gradient_steps=num_updates * self.teacher_n_epochs * self.teacher_n_minibatches)
 
 
-def population_problem(score: str, n_students: int) -> str | None:
+def population_problem(score: str, n_students: int, method: str = "") -> str | None:
     """Why `n_students` cannot be paid by `score` (None if it can): one message naming the flags."""
+    if method == "minimax_adversary" and n_students != 1:
+        return (f"--method minimax_adversary trains one student: --n-students must be 1 (or 0, the method's own), "
+                f"got {n_students}; a population against the negative return is --method pop_paired "
+                f"--teacher-score negative_return")
     if score in ("relative_regret", "mean_relative_regret") and n_students != 2:
         return f"--teacher-score {score} needs --n-students 2 (protagonist, antagonist), got {n_students}"
     if score == "population_regret" and n_students < 2:

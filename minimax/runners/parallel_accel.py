@@ -1,8 +1,8 @@
 """Parallel ACCEL (the minimax report's variant): new, replayed and mutated levels in one rollout.
 
-Parallel PLR's step (`parallel_plr.py`) with a third group of N envs: the children of this
-step's replayed levels (mutated by `mutation_criterion` before the rollout), played, scored
-and offered to the buffer with the new levels; only the replay group trains. Until the
+Parallel PLR's cycle (`parallel_plr.py`) with a third group of N envs: the children of this
+cycle's replayed levels (mutated by `mutation_criterion` before the rollout), played, scored
+and offered to the buffer after the new and replayed levels; only the replay group trains. Until the
 buffer is ready, gradient-free rollouts of 3N new levels fill it.
 """
 

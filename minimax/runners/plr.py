@@ -1,9 +1,11 @@
-"""PLR (Jiang et al., 2021): each cycle replays buffer levels or plays new ones, and trains.
+"""PLR (Jiang et al., 2021): each cycle replays buffer levels or plays new ones.
 
-One step is one cycle: with probability `replay_prob` (once the buffer is `min_fill_ratio`
-full) the N envs replay levels sampled from the buffer, else they play N new levels. Either
-way the agent trains on the rollout, the levels are scored, replayed levels get their new
-scores and new levels are offered to the buffer.
+One step is one cycle, as in the minimax release: with probability `replay_prob` (once the
+buffer is `min_fill_ratio` full) the N envs replay levels sampled from the buffer, else they
+play N new levels. The levels are scored and offered to the buffer (replayed and already
+stored levels update their entries, newcomers compete for a slot). Plain PLR trains on every
+cycle; robust PLR (`robust_plr.py`) only on replays, and ACCEL (`accel.py`) follows each
+replay with a mutation rollout.
 """
 
 from __future__ import annotations
@@ -11,29 +13,40 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from minimax.agents.ppo import ppo_update
 from minimax.runners.plr_family import PLRFamilyRunner, PLRState
 from minimax.runners.rollout import ppo_batch
 
 
 class PLRRunner(PLRFamilyRunner):
     method = "plr"
+    trains_on_new_levels = True
+    """Plain PLR trains on every cycle; robust PLR only on replay cycles."""
 
     def step(self, state: PLRState):
-        """One cycle, replay or new, and a gradient update on it."""
+        """One cycle, replay or new: play, train (if this method trains on it), score, offer."""
         n = self.n
-        key, k_dec, k_levels, k_roll, k_upd = jax.random.split(state.key, 5)
+        key, k_dec, k_new, k_sample, k_roll, k_upd, k_mutation = jax.random.split(state.key, 7)
+        params = state.train_state.params
         replay = self.decide_replay(k_dec, state.buffer, state.training_set)
-        buffer, training_set, idx, levels = self._sample_or_new(k_levels, replay, state.buffer, state.training_set)
-        rollout = self.rollout(k_roll, state.train_state.params, levels)
+        seeds, new = self.new_levels(k_new, state.training_set, n)
+        buffer, idx, levels = self.replay_or_count(k_sample, replay, state.buffer, n, new)
+        found, repeat, first = self._locate(buffer, levels)
+        slots = jnp.where(replay, idx, found)
+        rollout = self.rollout(k_roll, params, levels)
         batch = ppo_batch(rollout, self.ppo.gamma, self.ppo.gae_lambda)
-        train_state, metrics = ppo_update(k_upd, state.train_state, batch, self.ppo, self.shard)
-        prior = jnp.where(replay, buffer.max_returns[idx], -jnp.inf)
-        scores, max_returns, valid = self.score(rollout, batch.advantages, prior)
-        buffer = self._update_scores(buffer, idx, scores, max_returns, valid & replay)
-        # Replays were counted as they were drawn; new levels are counted here.
-        buffer = self._insert(buffer, levels, scores, max_returns, valid & ~replay, played=jnp.where(replay, 0, n))
+        trainable = True if self.trains_on_new_levels else replay
+        train_state, metrics = self._train(k_upd, state.train_state, batch, trainable)
+        scores, best, valid = self.score(rollout, batch.advantages, self.prior_max(buffer, slots))
+        # Replays of one slot are merged by the buffer (`--replay-merge`); a repeated new level is not offered.
+        buffer, where = self._offer(buffer, levels, slots, scores, best, valid & (replay | ~repeat), first=first)
+        training_set = self.mark_stored(state.training_set, seeds, jnp.where(replay, -1, where))
         metrics.update(self.group_metrics("new", levels, rollout, scores, valid, ~replay))
         metrics.update(self.group_metrics("replay", levels, rollout, scores, valid, replay))
-        metrics["env_steps"] = jnp.asarray(self.num_envs * self.num_steps, jnp.int32)
-        return self._finish(state, train_state, buffer, training_set, key, metrics, rollout, 1, replay)
+        env_steps = self.num_envs * self.num_steps
+        if self.mutates:
+            buffer, mutated = self.mutation_cycle(k_mutation, replay, train_state.params, buffer, idx, levels,
+                                                  jnp.where(valid, scores, buffer.scores[idx]))
+            metrics.update(mutated)
+            env_steps = env_steps * (1 + replay.astype(jnp.int32))
+        return self._finish(state, train_state, buffer, training_set, key, metrics, rollout, replay, trainable,
+                            env_steps)

@@ -3,25 +3,25 @@
 One module per method holds its `step` (`plr.py`, `robust_plr.py`, `accel.py`,
 `parallel_plr.py`, `parallel_accel.py`), written with the pieces here: new levels, the
 replay decision, rollouts that replay one level per env, scoring, the buffer operations
-(per-device or global), mutation, gradient-free search cycles and the end-of-step metrics.
+(per-device or global), mutation and the end-of-step metrics.
+
+**One step is one rollout cycle, as in the minimax release**, where every cycle counts as one
+update: robust PLR's new-level cycles (scored, no gradient) and its replay cycles (which
+train), ACCEL's replay cycles with their mutation rollout, and the parallel methods' cycles
+(no gradient until the buffer is ready). So `--num-updates` is the release's update count and
+a run spends the release's env steps and gradient updates; the logs count `gradient_updates`,
+`cycles` and `env_steps` separately.
 
 Every rollout here runs each env on one level for the whole rollout (an env whose episode
-ends restarts the same level), so a rollout scores the levels it played. One `step` is
-exactly one gradient update, whatever the method, so `--num-updates` and learning-rate
-annealing count the same thing for every runner; `cycles` and `env_steps` in the metrics
-count every rollout and every simulated step, gradient-free ones included.
+ends restarts the same level), so a rollout scores the levels it played. Before a rollout
+the levels are looked up in the buffer (`locate`): one already stored is played as that slot
+(scored against its stored max return, then updated), a repeat within the batch is played
+but not offered. After it the whole batch is offered to the buffer in order (`offer`): for
+the parallel methods new, then replayed, then mutated levels, as the release.
 
-The staleness clock of the buffer counts each level handed out for play once: N per
-new-level or replay cycle, 2N per parallel PLR step, 3N per parallel ACCEL step. In a
-parallel step the new (and mutated) levels are counted before the replay draws, so the
-last-drawn replay level ends the step at staleness 0.
-
-If the search-cycle cap is hit while a buffer is still empty, the step trains on nothing:
-the parameters stay as they were and `gradient_updates` is 0 (never train on the
-placeholder levels of an empty buffer).
-
-A level from a replay is scored and its buffer entry updated before any newcomer is
-inserted, so a replayed level is never evicted before its new score is known.
+The staleness clock counts as the release's: one per replay draw, N per cycle of new levels
+(and N per parallel cycle before the buffer is ready); mutated levels and the new levels of
+a parallel cycle that replays do not advance it.
 
 Data parallel (`shard`, inside `jax.shard_map` over D devices): each device plays
 `num_envs / D` envs of every group. By default each device keeps its own buffer of
@@ -44,11 +44,11 @@ from flax import struct
 from flax.training.train_state import TrainState
 
 from minimax.agents.ppo import PPOConfig, compute_gae, create_train_state, ppo_update
-from minimax.curricula.level_buffer import (BufferConfig, LevelBuffer, buffer_stats, fill_ratio,
-                                            init_buffer, insert, sample_replay, update_scores)
+from minimax.curricula.level_buffer import (BufferConfig, LevelBuffer, advance_clock, buffer_stats, fill_ratio,
+                                            init_buffer, locate, offer, sample_replay)
 from minimax.curricula.scores import SCORE_FUNCTIONS, ScoreInputs, rollout_max_return, score_levels
 from minimax.curricula.training_set import (REPLAY_SCHEDULES, TrainingSet, draw_new_seeds, init_training_set,
-                                            level_from_seed, replay_probability)
+                                            level_from_seed, mark_seen, replay_probability)
 from minimax.metrics import mean_sums, reduce_over_devices
 from minimax.options import check
 from minimax.parallel import NO_SHARD, Shard
@@ -83,17 +83,13 @@ class CurriculumConfig:
     scores, tiled)."""
     mutation_subsample: int = 4
     """ACCEL: q, the replayed levels mutated by --mutation-criterion easy or hard (unused by batch)."""
-    max_search_rollouts: int = 256
-    """Robust / parallel PLR, ACCEL: gradient-free new-level rollouts per update at most (a guard for
-    buffers that cannot fill; `search_capped` in the logs says when it ended a search)."""
-
     def __post_init__(self):
         check(self, self._rules)
 
     @staticmethod
     def _rules(c):
         c.unit("replay_prob", "min_fill_ratio")
-        for name in ("train_levels", "mutation_subsample", "n_mutations", "max_search_rollouts"):
+        for name in ("train_levels", "mutation_subsample", "n_mutations"):
             c.integer(name)
 
 
@@ -103,7 +99,7 @@ class PLRState:
     buffer: LevelBuffer
     training_set: TrainingSet  # seen seeds (a 1-seed placeholder without a finite training set)
     key: jax.Array
-    updates: jax.Array  # int32: gradient updates done
+    updates: jax.Array  # int32: gradient updates done (a step is one cycle, with or without one)
 
 
 class PLRFamilyRunner:
@@ -112,7 +108,9 @@ class PLRFamilyRunner:
 
     `generator(key) -> level` makes new levels; `mutator(key, level) -> level` edits one
     (ACCEL); `level_metrics(level) -> dict of scalars` (optional) describes a level for
-    the logs (walls, shortest path, solvable...), reported per group: new, replay, mutated.
+    the logs (walls, shortest path, solvable...), reported per group: new, replay, mutated;
+    `level_identity(level) -> pytree` (optional) is what makes two levels the same level for
+    the buffer's de-duplication (`--dedupe-by layout`; AMaze: not the agent's direction).
     """
 
     state_type = PLRState
@@ -127,9 +125,13 @@ class PLRFamilyRunner:
 
     def __init__(self, env, env_params, generator: Callable, model, ppo: PPOConfig, num_envs: int, num_steps: int,
                  buffer: BufferConfig, curriculum: CurriculumConfig, mutator: Callable | None = None,
-                 level_metrics: Callable | None = None, shard: Shard = NO_SHARD, global_buffer: bool = False):
+                 level_metrics: Callable | None = None, level_identity: Callable | None = None,
+                 shard: Shard = NO_SHARD, global_buffer: bool = False):
         if self.mutates and mutator is None:
             raise ValueError(f"{self.method} needs a mutator")
+        if self.mutates and curriculum.train_levels:
+            raise ValueError(f"{self.method} cannot train on a finite training set (--train-levels): its mutated "
+                             f"levels would take the buffer slots of seen training levels, which are then lost")
         if self.trains_only_on_replays and not curriculum.replay_prob > 0 and not curriculum.train_levels:
             raise ValueError(f"{self.method} trains only on replays: replay_prob must be > 0, "
                              f"got {curriculum.replay_prob}")
@@ -153,6 +155,7 @@ class PLRFamilyRunner:
         self.capacity = buffer.capacity if global_buffer else buffer.capacity // d
         buffer = dataclasses.replace(buffer, capacity=self.capacity)
         self.buffer_cfg, self.cur, self.mutator, self.level_metrics = buffer, curriculum, mutator, level_metrics
+        self.level_identity = level_identity
 
     # ------------------------------------------------------------------ setup
 
@@ -182,13 +185,21 @@ class PLRFamilyRunner:
     # ------------------------------------------------------------------ pieces
 
     def new_levels(self, key, training_set: TrainingSet, n: int):
-        """This device's `n` of the global batch's new levels: fresh from the generator, or
-        unseen seeds of the (replicated) training set."""
+        """This device's `n` of the global batch's new levels: `(seeds, levels)`, fresh from the
+        generator (`seeds` None), or unseen seeds of the (replicated) training set (`seeds`: the
+        whole batch's, int32[n * D]; they count as seen once stored, see `mark_stored`)."""
         if self.cur.train_levels:
-            training_set, seeds = draw_new_seeds(key, training_set, n * self.shard.size)
-            seeds = self.shard.local(seeds, n)
-            return training_set, jax.vmap(lambda s: level_from_seed(self.generator, s))(seeds)
-        return training_set, jax.vmap(self.generator)(self.shard.env_keys(key, n))
+            seeds = draw_new_seeds(key, training_set, n * self.shard.size, mark=False)[1]
+            return seeds, jax.vmap(lambda s: level_from_seed(self.generator, s))(self.shard.local(seeds, n))
+        return None, jax.vmap(self.generator)(self.shard.env_keys(key, n))
+
+    def mark_stored(self, training_set: TrainingSet, seeds, where) -> TrainingSet:
+        """Seeds whose level the buffer now holds are seen; one whose rollout finished no episode
+        (so never stored) stays unseen and is drawn again, never lost."""
+        if seeds is None:
+            return training_set
+        stored = where >= 0 if self.global_buffer else self.shard.gather(where >= 0)
+        return mark_seen(training_set, seeds, stored)
 
     def buffer_ready(self, buffer: LevelBuffer):
         """Every device's buffer is `min_fill_ratio` full and holds a level."""
@@ -205,9 +216,15 @@ class PLRFamilyRunner:
     # Buffer operations: per-device buffers see this device's levels; a global buffer sees
     # every device's (gathered) and so stays identical on all devices.
 
-    def _played(self, n):
-        """Levels handed out for play, as the buffer counts them (a global buffer counts every device's)."""
-        return n * self.shard.size if self.global_buffer else n
+    def _global(self, x):
+        return self.shard.gather(x) if self.global_buffer else x
+
+    def _local(self, x, n):
+        return self.shard.local(x, n) if self.global_buffer else x
+
+    def _advance(self, buffer, n):
+        """Count `n` new levels of this device handed out (a global buffer counts every device's)."""
+        return advance_clock(buffer, n * self.shard.size if self.global_buffer else n)
 
     def _sample(self, key, buffer, n):
         if self.global_buffer:
@@ -216,19 +233,20 @@ class PLRFamilyRunner:
             return buffer, self.shard.local(idx, n), self.shard.local(levels, n)
         return sample_replay(self.shard.device_key(key), buffer, n, self.buffer_cfg, self.cur.replay_with_replacement)
 
-    def _update_scores(self, buffer, idx, scores, max_returns, valid):
-        if self.global_buffer:
-            idx, scores, max_returns, valid = self.shard.gather((idx, scores, max_returns, valid))
-        return update_scores(buffer, idx, scores, max_returns, valid, self.buffer_cfg)
+    def _locate(self, buffer, levels):
+        """`(slots, repeat, first)` of this device's levels, found before the rollout (`locate`); a
+        global buffer looks at every device's batch, so `first` indexes the gathered batch."""
+        n = jax.tree.leaves(levels)[0].shape[0]
+        found = locate(buffer, self._global(levels), self.buffer_cfg, self.level_identity)
+        return self._local(found.slots, n), self._local(found.repeat, n), found.first
 
-    def _insert(self, buffer, levels, scores, max_returns, valid, mutations=None, played=None):
-        """Offer this device's levels; `played` (this device's count, default all of them) advances the clock."""
-        if self.global_buffer:
-            levels, scores, max_returns, valid, mutations = self.shard.gather(
-                (levels, scores, max_returns, valid, mutations))
-        if played is not None:
-            played = self._played(played)
-        return insert(buffer, levels, scores, max_returns, valid, self.buffer_cfg, mutations, played)[0]
+    def _offer(self, buffer, levels, slots, scores, max_returns, valid, mutations=None, first=None):
+        """Offer this device's played levels in order: `(buffer, where)`, `where` this device's part."""
+        n = scores.shape[0]
+        mutations = jnp.zeros((n,), jnp.int32) if mutations is None else mutations
+        args = self._global((levels, slots, scores, max_returns, valid, mutations))
+        buffer, where = offer(buffer, *args[:5], self.buffer_cfg, args[5], self.level_identity, first)
+        return buffer, self._local(where, n)
 
     def rollout(self, key, params, levels) -> Rollout:
         """T steps of one env per level, each env replaying its level."""
@@ -241,14 +259,20 @@ class PLRFamilyRunner:
                              self.ppo.gamma, self.ppo.gae_lambda)
         return adv
 
+    def prior_max(self, buffer: LevelBuffer, slots):
+        """The stored max return of each level found in the buffer (-inf for the others)."""
+        return jnp.where(slots >= 0, buffer.max_returns[jnp.maximum(slots, 0)], -jnp.inf)
+
     def score(self, rollout: Rollout, advantages, prior_max):
-        """`(scores, max_returns, valid)` per env; `prior_max` is the best return known before."""
-        max_returns = rollout_max_return(rollout.episode_returns, rollout.dones, prior_max)
+        """`(scores, best, valid)` per env: scores with MaxMC's max return = max(`prior_max`, this
+        rollout's best); `best` is this rollout's best return (0 where no episode ended)."""
+        best = rollout_max_return(rollout.episode_returns, rollout.dones, jnp.full_like(prior_max, -jnp.inf))
         inputs = ScoreInputs(rewards=rollout.rewards, values=rollout.values, dones=rollout.dones,
                              terminated=rollout.terminated, advantages=advantages, logits=rollout.logits,
-                             last_value=rollout.last_value, max_returns=max_returns, gamma=self.ppo.gamma)
+                             last_value=rollout.last_value, max_returns=jnp.maximum(prior_max, best),
+                             gamma=self.ppo.gamma)
         scores, valid = score_levels(self.cur.score_function, inputs)
-        return scores, jnp.where(jnp.isfinite(max_returns), max_returns, 0.0), valid
+        return scores, jnp.where(jnp.isfinite(best), best, 0.0), valid
 
     def group_metrics(self, group: str, levels, rollout: Rollout, scores, valid, active=True) -> dict:
         """Sums (with their counts) describing one group of levels and how they were played."""
@@ -286,70 +310,48 @@ class PLRFamilyRunner:
         children = jax.vmap(self.mutator)(self.shard.env_keys(key, n), levels)
         return children, parent_mutations + 1
 
-    def new_level_cycle(self, key, params, buffer: LevelBuffer, training_set: TrainingSet, n: int | None = None):
-        """A search cycle: play `n` (default N) new levels, score them and offer them to the buffer.
-        No gradient: the agent's parameters are only read. `(buffer, training_set, metrics)`."""
-        n = self.n if n is None else n
-        k_new, k_roll = jax.random.split(key)
-        training_set, levels = self.new_levels(k_new, training_set, n)
-        rollout = self.rollout(k_roll, params, levels)
-        scores, max_returns, valid = self.score(rollout, self.advantages(rollout), jnp.full((n,), -jnp.inf))
-        buffer = self._insert(buffer, levels, scores, max_returns, valid)
-        return buffer, training_set, self.group_metrics("new", levels, rollout, scores, valid)
+    def replay_or_count(self, key, replay, buffer: LevelBuffer, n: int, fallback):
+        """`(buffer, idx, levels)`: `n` levels drawn from the buffer if `replay` (the clock advances
+        per draw), else `fallback` with slots -1 and the clock advanced by `n` (a cycle of new levels)."""
+        def sample(buffer):
+            return self._sample(key, buffer, n)
 
-    def search(self, key, params, buffer, training_set, n, done):
-        """Search cycles of `n` new levels (no gradient) until `done(key, buffer, training_set)` or
-        `max_search_rollouts` cycles: `(key, buffer, training_set, cycles, done, summed metrics)`."""
-        zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(
-            lambda *args: self.new_level_cycle(*args, n=n), key, params, buffer, training_set)[2])
+        def count(buffer):
+            return self._advance(buffer, n), jnp.full((n,), -1, jnp.int32), fallback
 
-        def searching(c):
-            return ~c["done"] & (c["i"] < self.cur.max_search_rollouts)
+        return jax.lax.cond(replay, sample, count, buffer)
 
-        def cycle(c):
-            key, k_explore, k_done = jax.random.split(c["key"], 3)
-            buffer, training_set, m = self.new_level_cycle(k_explore, params, c["buffer"], c["training_set"], n)
-            return dict(key=key, buffer=buffer, training_set=training_set, i=c["i"] + 1,
-                        done=done(k_done, buffer, training_set), metrics=jax.tree.map(jnp.add, c["metrics"], m))
-
-        key, k_done = jax.random.split(key)
-        c = jax.lax.while_loop(searching, cycle, dict(
-            key=key, buffer=buffer, training_set=training_set, i=jnp.zeros((), jnp.int32),
-            done=done(k_done, buffer, training_set), metrics=zeros))
-        return c["key"], c["buffer"], c["training_set"], c["i"], c["done"], c["metrics"]
-
-    def _sample_or_new(self, key, replay, buffer, training_set):
-        """Replay levels from the buffer if `replay`, else new levels: `(buffer, training_set, idx, levels)`."""
-        n = self.n
-
-        def sample(op):
-            buffer, training_set = op
-            buffer, idx, levels = self._sample(key, buffer, n)
-            return buffer, training_set, idx, levels
-
-        def new(op):
-            buffer, training_set = op
-            training_set, levels = self.new_levels(key, training_set, n)
-            return buffer, training_set, jnp.zeros((n,), jnp.int32), levels
-
-        return jax.lax.cond(replay, sample, new, (buffer, training_set))
-
-    def _train(self, key, train_state, batch, trainable=True):
-        """One PPO update, or none (parameters kept) where `trainable` is False."""
-        new_state, metrics = ppo_update(key, train_state, batch, self.ppo, self.shard)
+    def _train(self, key, train_state, batch, trainable):
+        """One PPO update where `trainable`, else none (parameters kept). Its statistics are
+        `<name>_sum` / `<name>_count` pairs weighted by `trainable`, so a logged chunk averages
+        them over its gradient updates only (NaN for a chunk without one)."""
+        update = lambda: ppo_update(key, train_state, batch, self.ppo, self.shard)  # noqa: E731
         if trainable is True:
-            return new_state, metrics
-        keep = lambda new, old: jnp.where(trainable, new, old)  # noqa: E731
-        return jax.tree.map(keep, new_state, train_state), metrics
+            new_state, metrics = update()
+        elif self.shard.sharded:  # the update's collectives run on every device; its result is kept or not
+            new_state, metrics = update()
+            new_state = jax.tree.map(lambda new, old: jnp.where(trainable, new, old), new_state, train_state)
+        else:
+            shapes = jax.eval_shape(update)
+            skip = lambda: (train_state, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes[1]))  # noqa: E731
+            new_state, metrics = jax.lax.cond(trainable, update, skip)
+        w = jnp.asarray(trainable, jnp.float32)
+        out = {}
+        for name, value in metrics.items():
+            out.update(mean_sums(name, w * value, w))
+        return new_state, out
 
-    def _finish(self, state: PLRState, train_state, buffer, training_set, key, metrics, trained: Rollout,
-                cycles, replays, updated=True):
-        metrics = reduce_over_devices({**metrics, **episode_metrics(trained)}, self.shard)
+    def _finish(self, state: PLRState, train_state, buffer, training_set, key, metrics, played: Rollout,
+                replayed, updated, env_steps):
+        """The step's new state and metrics: the episodes of `played` (the cycle's rollout) as the
+        training statistics, the buffer's, and the counters."""
+        metrics = reduce_over_devices({**metrics, **episode_metrics(played)}, self.shard)
         metrics.update(self._buffer_stats(buffer))
         updated = jnp.asarray(updated, jnp.int32)
-        metrics["cycles"] = jnp.asarray(cycles, jnp.int32)
-        metrics["replay_fraction_sum"] = jnp.asarray(replays, jnp.float32)
-        metrics["replay_fraction_count"] = jnp.asarray(cycles, jnp.float32)
+        metrics["cycles"] = jnp.ones((), jnp.int32)
+        metrics["env_steps"] = jnp.asarray(env_steps, jnp.int32)
+        metrics["replay_fraction_sum"] = jnp.asarray(replayed, jnp.float32)
+        metrics["replay_fraction_count"] = jnp.ones((), jnp.float32)
         metrics["gradient_updates"] = updated
         state = PLRState(train_state=train_state, buffer=buffer, training_set=training_set, key=key,
                          updates=state.updates + updated)

@@ -31,6 +31,12 @@ DIR_NAMES = ("right", "down", "left", "up")
 DIR_TO_VEC = np.array([(1, 0), (0, 1), (-1, 0), (0, -1)], dtype=np.int32)  # (dx, dy) per direction
 
 
+def level_layout(level: "Level"):
+    """What makes two mazes the same level for a level buffer's de-duplication: walls, goal and
+    agent position, not the agent's starting direction (the minimax release's `is_equal_map`)."""
+    return (level.wall_map, level.goal_pos, level.agent_pos)
+
+
 class InvalidLevelError(ValueError):
     """A level (or level text) that does not describe a valid maze; the message says why."""
 
