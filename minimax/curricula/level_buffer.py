@@ -405,12 +405,23 @@ def offer(buffer: LevelBuffer, levels, slots, scores, max_returns, valid, cfg: B
             lowest = lambda b: jnp.argmin(jnp.where(b.filled, replay_weights(b, cfg), jnp.inf))  # noqa: E731
         return jax.lax.cond(empty.any(), lambda b: jnp.argmax(~b.filled), lowest, buf).astype(jnp.int32)
 
+    reinsert = cfg.replacement == "release"
+    mutations0 = buffer.mutations
+
     def one(carry, x):
         buf, replaced = carry
         level, h, slot, score, mret, mut, upd, new, was_stored = x
         s = jnp.maximum(slot, 0)
-        upd = upd & ~replaced[s]
+        taken = replaced[s]
+        back = upd & taken
+        upd = upd & ~taken
         target = target_slot(buf)
+        if reinsert:
+            # The release: a stored level whose slot a newcomer took earlier in this batch competes for
+            # that slot again, as a newcomer would (its own mutation count and staleness come with it).
+            target = jnp.where(back, s, target)
+            new = new | back
+            mut = jnp.where(back, mutations0[s], mut)
         was_empty = ~buf.filled[target]
         beats = score > buf.scores[target] if strict else score >= buf.scores[target]
         ins = new & (was_empty | beats)
