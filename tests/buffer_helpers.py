@@ -109,12 +109,8 @@ def jitted(name, cfg):
     """One compiled function per (operation, config), reused across tests."""
     key = (name, cfg)
     if key not in _JIT_CACHE:
-        if name == "insert":
-            fn = jax.jit(lambda b, l, s, m, v: lb.insert(b, l, s, m, v, cfg))
-        elif name == "insert_mut":
-            fn = jax.jit(lambda b, l, s, m, v, mu: lb.insert(b, l, s, m, v, cfg, mu))
-        elif name == "update":
-            fn = jax.jit(lambda b, i, s, m, v: lb.update_scores(b, i, s, m, v, cfg))
+        if name == "weights_placeholder":
+            raise KeyError(name)
         elif name == "weights":
             # eager: op-by-op dispatch reuses compiled primitives across configs, far cheaper
             # than one XLA compile per config
@@ -128,7 +124,7 @@ def jitted(name, cfg):
 # --------------------------------------------------------------------------- reference (plain Python)
 
 
-def ref_transform(values, mask, transform, temperature, eps=0.05, top_k=1):
+def ref_transform(values, mask, transform, temperature, eps=0.05, top_k=1, ties="competition"):  # noqa: C901
     """The distribution the docstrings specify, one slot at a time, in float64."""
     k = len(values)
     members = [i for i in range(k) if mask[i]]
@@ -136,13 +132,15 @@ def ref_transform(values, mask, transform, temperature, eps=0.05, top_k=1):
         return [1.0 / k] * k                                   # empty buffer: uniform over all slots
     vals = {i: float(values[i]) for i in members}
 
-    def rank(i):                                                # competition rank, descending
+    def rank(i, ties="competition"):                           # descending; ordinal: lower slot first on ties
+        if ties == "ordinal":
+            return 1 + sum(1 for j in members if vals[j] > vals[i] or (vals[j] == vals[i] and j < i))
         return 1 + sum(1 for j in members if vals[j] > vals[i])
 
     w = [0.0] * k
     for i in members:
         if transform == "rank":
-            w[i] = (1.0 / rank(i)) ** (1.0 / temperature)      # PLR eq. 1
+            w[i] = (1.0 / rank(i, ties)) ** (1.0 / temperature)  # PLR eq. 1
         elif transform == "power":
             w[i] = max(vals[i], 0.0) ** (1.0 / temperature)
         elif transform == "softmax":
@@ -163,8 +161,10 @@ def ref_transform(values, mask, transform, temperature, eps=0.05, top_k=1):
 
 
 def ref_replay(scores, filled, last_sampled, episode_count, cfg):
-    p_s = ref_transform(scores, filled, cfg.score_transform, cfg.temperature, cfg.eps, cfg.top_k)
+    p_s = ref_transform(scores, filled, cfg.score_transform, cfg.temperature, cfg.eps, cfg.top_k, cfg.rank_ties)
     stale = [episode_count - last_sampled[i] if filled[i] else 0 for i in range(len(scores))]  # c - C_i (eq. 3)
     p_c = ref_transform(stale, filled, cfg.staleness_transform, cfg.staleness_temperature)
+    if not any(stale):
+        p_c = p_s                                               # nothing stale: P_C is P_S (the release)
     rho = cfg.staleness_coef
     return np.array([(1 - rho) * a + rho * b for a, b in zip(p_s, p_c)])  # eq. 4

@@ -136,15 +136,13 @@ def test_sampling_without_replacement_distinct_and_first_draw_follows_weights():
     np.testing.assert_array_equal(np.asarray(new.last_sampled)[~filled], np.asarray(buf.last_sampled)[~filled])
 
 
-def test_insert_advances_the_clock_by_the_levels_played():
+def test_offering_does_not_move_the_clock_and_new_levels_advance_it():
+    """The release's clock: replay draws count one each (`sample_replay`), a cycle of new levels
+    counts its size (`advance_clock`, before the offer), and offering counts nothing."""
     cfg = lb.BufferConfig(capacity=8)
-    buf = lb.init_buffer(POOL[0], 8)
-    levels = stack(POOL[:4])
+    buf = lb.advance_clock(lb.init_buffer(POOL[0], 8), 4)
+    assert int(buf.episode_count) == 4 and not bool(buf.filled.any())
     ones = jnp.ones(4)
-    out, _ = lb.insert(buf, levels, ones, ones, jnp.array([True, False, True, False]), cfg)
-    assert int(out.episode_count) == 4                       # every level of the batch was played
-    out, _ = lb.insert(buf, levels, ones, ones, jnp.ones(4, bool), cfg, played=0)
-    assert int(out.episode_count) == 0                       # already counted when handed out
-    assert (np.asarray(out.last_sampled)[np.asarray(out.filled)] == 0).all()
-    out = lb.advance_clock(buf, 6)
-    assert int(out.episode_count) == 6 and not bool(out.filled.any())
+    out, _ = lb.offer(buf, stack(POOL[:4]), jnp.full(4, -1), ones, ones, jnp.array([True, False, True, False]), cfg)
+    assert int(out.episode_count) == 4
+    assert (np.asarray(lb.staleness(out))[np.asarray(out.filled)] == 0).all()   # new in empty slots: not stale

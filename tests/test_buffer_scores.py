@@ -12,12 +12,14 @@ from minimax.curricula import level_buffer as lb
 from buffer_helpers import POOL, jitted, make_buffer, ref_replay, stack
 
 
-# --------------------------------------------------------------------------- 4. update_scores
+# --------------------------------------------------------------------------- 4. replayed levels' scores
 
 
 @pytest.mark.parametrize("alpha", [1.0, 0.5])
-def test_update_scores_against_hand_computation(alpha):
-    cfg = lb.BufferConfig(capacity=8, score_alpha=alpha)
+def test_replay_offers_against_hand_computation(alpha):
+    """Replays update their entries in place (mean merge and running max here, to see every rule
+    at once); invalid, NaN and empty-slot offers change nothing; the clock does not move."""
+    cfg = lb.BufferConfig(capacity=8, score_alpha=alpha, replay_merge="mean", stored_max_return="running")
     filled = [True] * 6 + [False] * 2
     buf = make_buffer([POOL[i] for i in range(8)], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 0.0, 0.0], filled,
                       max_returns=[0.5] * 8, last_sampled=[3] * 8, episode_count=9)
@@ -25,16 +27,19 @@ def test_update_scores_against_hand_computation(alpha):
     scores = [10.0, 20.0, 99.0, 7.0, 8.0, float("nan"), 3.0, 1.0, 4.0]
     max_returns = [0.9, 0.1, 5.0, 0.2, 7.0, 9.0, 9.0, 0.7, 0.6]
     valid = [True, True, False, True, False, True, True, True, True]
-    out = jitted("update", cfg)(buf, jnp.asarray(idx, jnp.int32), jnp.asarray(scores, jnp.float32),
-                                jnp.asarray(max_returns, jnp.float32), jnp.asarray(valid), )
+    levels = jax.tree.map(lambda x: x[jnp.asarray(idx)], buf.levels)
+    out, where = jax.jit(lambda *a: lb.offer(*a, cfg))(
+        buf, levels, jnp.asarray(idx, jnp.int32), jnp.asarray(scores, jnp.float32),
+        jnp.asarray(max_returns, jnp.float32), jnp.asarray(valid))
     blend = lambda old, new: (1 - alpha) * old + alpha * new  # noqa: E731
     want_scores = [blend(1.0, 4.0), blend(2.0, 15.0), blend(3.0, 1.0), blend(4.0, 7.0), 5.0, 6.0, 0.0, 0.0]
-    want_max = [0.6, 0.9, 0.7, 0.5, 0.5, 0.5, 0.5, 0.5]      # max only grows; invalid/NaN/empty ignored
+    want_max = [0.6, 0.9, 0.7, 0.5, 0.5, 0.5, 0.5, 0.5]      # running max; invalid/NaN/empty ignored
     np.testing.assert_allclose(np.asarray(out.scores), want_scores, rtol=1e-6)
     np.testing.assert_allclose(np.asarray(out.max_returns), want_max, rtol=1e-6)
-    assert not np.asarray(out.filled)[6]
+    assert not np.asarray(out.filled)[6:].any()
     np.testing.assert_array_equal(np.asarray(out.last_sampled), np.asarray(buf.last_sampled))
     assert int(out.episode_count) == 9
+    assert np.asarray(where).tolist() == [1, 1, 1, 3, 4, 5, -1, 2, 0]
 
 
 # --------------------------------------------------------------------------- 5. replay_decision
@@ -79,10 +84,14 @@ def test_vmap_over_buffers_equals_per_seed_calls():
     keys = jax.random.split(jax.random.key(9), 2)
 
     def step(key, buf, batch):
-        buf, info = lb.insert(buf, *batch, cfg)
-        buf, idx, _ = lb.sample_replay(key, buf, 3, cfg)
-        buf = lb.update_scores(buf, idx, jnp.array([1.0, 2.0, 3.0]), jnp.array([0.1, 0.2, 0.3]), jnp.ones(3, bool), cfg)
-        return buf, info, idx, lb.replay_weights(buf, cfg)
+        levels, scores, max_returns, valid = batch
+        found = lb.locate(buf, levels, cfg)
+        buf, where = lb.offer(buf, levels, found.slots, scores, max_returns, valid & ~found.repeat, cfg,
+                              first=found.first)
+        buf, idx, replayed = lb.sample_replay(key, buf, 3, cfg)
+        buf, _ = lb.offer(buf, replayed, idx, jnp.array([1.0, 2.0, 3.0]), jnp.array([0.1, 0.2, 0.3]),
+                          jnp.ones(3, bool), cfg)
+        return buf, where, idx, lb.replay_weights(buf, cfg)
 
     single = jax.jit(step)
     vmapped = jax.jit(jax.vmap(step))(keys, vb, vbatch)

@@ -126,7 +126,7 @@ def test_replay_weights_edge_cases():
     k = 6
     for st in lb.SCORE_TRANSFORMS:
         for rho in (0.0, 0.3, 1.0):
-            cfg = lb.BufferConfig(capacity=k, score_transform=st, staleness_coef=rho)
+            cfg = lb.BufferConfig(capacity=k, score_transform=st, staleness_coef=rho, rank_ties="competition")
             level = {"x": jnp.zeros(())}
             empty = lb.init_buffer(level, k)
             p = np.asarray(lb.replay_weights(empty, cfg))
@@ -159,16 +159,22 @@ def test_power_with_nonpositive_scores_falls_back_to_uniform():
     np.testing.assert_allclose(p, [0, 1, 0, 0, 0], atol=1e-6)
 
 
-def test_rank_uses_competition_ranks_and_staleness_is_eq3():
-    # Hand-computed: scores (2, 7, 7, 1) with T=1 -> ranks 3, 1, 1, 4 -> 1/3, 1, 1, 1/4.
+@pytest.mark.parametrize("ties,ranks", [("ordinal", [3, 1, 2, 4]), ("competition", [3, 1, 1, 4])])
+def test_rank_ties_and_staleness_is_eq3(ties, ranks):
+    # Hand-computed: scores (2, 7, 7, 1) with T=1. Ordinal ranks (the release's argsort: the lower
+    # slot first) 3, 1, 2, 4; competition ranks 3, 1, 1, 4.
     cfg = lb.BufferConfig(capacity=4, score_transform="rank", temperature=1.0, staleness_coef=0.5,
-                          staleness_transform="power", staleness_temperature=1.0)
+                          staleness_transform="power", staleness_temperature=1.0, rank_ties=ties)
     buf = lb.init_buffer({"x": jnp.zeros(())}, 4).replace(
         scores=jnp.array([2.0, 7.0, 7.0, 1.0]), filled=jnp.ones(4, bool),
         last_sampled=jnp.array([10, 4, 9, 7], jnp.int32), episode_count=jnp.int32(10))
-    p_s = np.array([1 / 3, 1, 1, 1 / 4]) / (1 / 3 + 2 + 1 / 4)
+    h = 1 / np.array(ranks, float)
+    p_s = h / h.sum()
     p_c = np.array([0, 6, 1, 3]) / 10.0
     np.testing.assert_allclose(np.asarray(lb.replay_weights(buf, cfg)), 0.5 * p_s + 0.5 * p_c, rtol=1e-5, atol=1e-7)
+    # Nothing stale: P_C is P_S (the release), so P_replay is P_S.
+    fresh = buf.replace(last_sampled=jnp.full(4, 10, jnp.int32))
+    np.testing.assert_allclose(np.asarray(lb.replay_weights(fresh, cfg)), p_s, rtol=1e-5, atol=1e-7)
 
 
 def test_buffer_config_rejects_bad_settings():

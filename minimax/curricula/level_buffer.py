@@ -390,7 +390,7 @@ def offer(buffer: LevelBuffer, levels, slots, scores, max_returns, valid, cfg: B
     ok = valid & jnp.isfinite(scores)
     stored = slots >= 0
     apply, merged_scores, merged_max = _merge_offers(slots, scores, max_returns, ok, cfg.replay_merge)
-    is_update = stored & apply
+    is_update = stored & apply & buffer.filled[jnp.maximum(slots, 0)]   # an empty slot has nothing to update
     is_new = ~stored & ok
     key = _identity(cfg, identity)
     hashes = jax.vmap(lambda level: level_hash(key(level)))(levels)
