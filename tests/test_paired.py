@@ -179,7 +179,10 @@ def test_the_presets_are_table_5s_paired_column():
                                   ("minimax_adversary", 1, "negative_return")):
         cfg = PRESETS[name]
         options = cfg.options()
-        assert cfg.method == name and options["n_students"] == students and cfg.teacher.score_for(name) == score
+        assert cfg.method == name and cfg.teacher.students_for(name) == students and cfg.teacher.score_for(name) == score
+        # --method alone (no preset) trains the method's own population.
+        plain = TrainConfig.from_options(method=name)
+        assert plain.teacher.students_for(name) == students and build_runner(plain).n_students == students
         assert {k: options[k] for k in shared} == shared, name
 
 
@@ -196,6 +199,7 @@ def test_a_population_of_report_sized_students_initialises():
 @pytest.mark.parametrize("overrides, message", [
     (dict(method="pop_paired", n_students=1), "population_regret needs a population: --n-students >= 2, got 1"),
     (dict(method="paired", n_students=3), "relative_regret needs --n-students 2"),
+    (dict(method="minimax_adversary", n_students=2), "--method minimax_adversary trains one student: --n-students must be 1"),
     (dict(method="paired", maze_height=5, maze_width=5, n_walls=3), "--teacher-n-walls (60) is larger than a 5x5 maze allows"),
     (dict(method="paired", teacher_score="regret"), "--teacher-score must be one of relative_regret"),
     (dict(method="paired", teacher_n_minibatches=3), "--teacher-n-minibatches (3) must divide --num-envs (32)"),

@@ -11,7 +11,8 @@ import pytest
 from minimax.checkpoint import Checkpointer
 from minimax.config import PRESETS, ConfigError, TrainConfig
 from minimax.curricula.buffer_view import top_levels
-from minimax.curricula.level_buffer import insert, level_hash, replay_weights
+from minimax.curricula.level_buffer import level_hash, offer, replay_weights
+from minimax.envs.maze import level_layout
 from minimax.envs.maze.level import validate_level
 from minimax.run_logs import read_rows
 from minimax.config import PLR_METHODS
@@ -57,38 +58,43 @@ def two_seeds(request):
     return vmapped_run(request.param)
 
 
-def test_every_step_is_one_gradient_update_and_counts_every_env_step(two_seeds):
+def test_every_step_is_one_cycle_and_counts_gradient_updates_and_env_steps(two_seeds):
+    """One step is one rollout cycle, as in the minimax release (its "update"): plain PLR trains on
+    every cycle, robust PLR and ACCEL on replay cycles only (ACCEL's also play the mutated children),
+    the parallel methods once the buffer is ready."""
     method, runner, _, states, m = two_seeds
-    n, t = runner.num_envs, runner.num_steps
-    assert np.all(m["gradient_updates"] == 1)
-    np.testing.assert_array_equal(m["env_steps"], m["cycles"] * n * t * PER_CYCLE[method])
-    # The optimiser saw exactly one PPO update (n_epochs gradient steps) per runner step.
-    np.testing.assert_array_equal(np.asarray(states.train_state.step), [STEPS * runner.ppo.n_epochs] * 2)
-    if method in ("robust_plr", "accel"):
-        extra = 2 if method == "accel" else 1  # the replay cycle (and the mutation cycle)
-        np.testing.assert_array_equal(m["new/count"], (m["cycles"] - extra) * n)
-        assert np.all(m["replay/count"] == n) and np.all(m["replay_fraction_sum"] == 1)
-    elif method in ("parallel_plr", "parallel_accel"):
-        # Gradient-free rollouts of 2N (3N) new levels until the buffer is ready, then one
-        # new | replay (| mutated) rollout, whose replay part trains.
-        g = PER_CYCLE[method]
-        np.testing.assert_array_equal(m["new/count"], ((m["cycles"] - 1) * g + 1) * n)
-        assert np.all(m["replay/count"] == n) and np.all(m["replay_fraction_sum"] == 1)
-        assert m["cycles"][:, 0].min() > 1 and np.all(m["cycles"][:, 1:] == 1)  # ready after the first step
+    n, t, g = runner.num_envs, runner.num_steps, PER_CYCLE[method]
+    replay = m["replay_fraction_sum"]
+    assert np.all(m["cycles"] == 1) and np.all(m["replay_fraction_count"] == 1)
+    if method == "plr":
+        assert np.all(m["gradient_updates"] == 1)
     else:
-        assert np.all(m["cycles"] == 1)
+        np.testing.assert_array_equal(m["gradient_updates"], replay)
+    assert m["gradient_updates"][:, 0].sum() == 0 or method == "plr"     # nothing to replay at first
+    assert m["gradient_updates"].sum() > 0
+    mutation_rollout = replay if method == "accel" else 0
+    np.testing.assert_array_equal(m["env_steps"], n * t * (g + mutation_rollout))
+    # The optimiser saw exactly the logged gradient updates (n_epochs gradient steps each).
+    np.testing.assert_array_equal(np.asarray(states.train_state.step), m["gradient_updates"].sum(1) * runner.ppo.n_epochs)
+    np.testing.assert_array_equal(np.asarray(states.updates), m["gradient_updates"].sum(1))
+    if g == 1:
+        np.testing.assert_array_equal(m["new/count"], (1 - replay) * n)
+        np.testing.assert_array_equal(m["replay/count"], replay * n)
+    else:  # before the buffer is ready every group plays new levels
+        np.testing.assert_array_equal(m["new/count"], n + (1 - replay) * (g - 1) * n)
+        np.testing.assert_array_equal(m["replay/count"], replay * n)
     if method in ("accel", "parallel_accel"):
-        assert np.all(m["mutated/count"] == n)
+        np.testing.assert_array_equal(m["mutated/count"], replay * n)
     for k, v in m.items():
-        assert np.all(np.isfinite(v)), k
+        if not k.endswith(("_sum", "_count")):
+            assert np.all(np.isfinite(v)), k
 
 
-def test_the_staleness_clock_counts_each_level_handed_out_once(two_seeds):
-    """PLR eq. 3's clock `c` advances by the levels played: N per new or replay cycle (and ACCEL's
-    mutation cycle), 2N per parallel PLR rollout, 3N per parallel ACCEL rollout."""
+def test_the_staleness_clock_counts_as_the_release(two_seeds):
+    """One per replay draw, N per cycle of new levels (N per parallel cycle, replaying or not);
+    mutated levels and a replaying parallel cycle's new levels do not count."""
     method, runner, _, states, m = two_seeds
-    played = m["env_steps"].sum(axis=1) // runner.num_steps
-    np.testing.assert_array_equal(np.asarray(states.buffer.episode_count), played)
+    np.testing.assert_array_equal(np.asarray(states.buffer.episode_count), [STEPS * runner.num_envs] * 2)
 
 
 def test_buffers_hold_valid_distinct_scored_levels(two_seeds):
@@ -100,20 +106,19 @@ def test_buffers_hold_valid_distinct_scored_levels(two_seeds):
         levels = host_levels(buffer, filled)
         validate_level(levels)
         assert np.all(np.isfinite(np.asarray(buffer.scores)[filled]))
-        hashes = {tuple(h) for h in np.asarray(jax.vmap(level_hash)(buffer.levels))[filled]}
-        assert len(hashes) == filled.sum(), "the buffer stores a level twice"
-        np.testing.assert_array_equal(np.asarray(buffer.hashes)[filled],
-                                      np.asarray(jax.vmap(level_hash)(buffer.levels))[filled])
+        layouts = np.asarray(jax.vmap(lambda lv: level_hash(level_layout(lv)))(buffer.levels))[filled]
+        assert len({tuple(h) for h in layouts}) == filled.sum(), "the buffer stores a level twice"
+        np.testing.assert_array_equal(np.asarray(buffer.hashes)[filled], layouts)
     # Different seeds, different curricula.
     assert not np.array_equal(np.asarray(states.buffer.scores[0]), np.asarray(states.buffer.scores[1]))
 
 
 def test_a_vmapped_run_equals_each_seed_alone():
-    """Under vmap, robust PLR's while_loop runs until every seed has replayed and the replay
-    `lax.cond` computes both sides; each seed must still get exactly its own result."""
-    _, runner, keys, together, m_together = vmapped_run("accel")  # search loop, cond and mutations
+    """Under vmap the replay and mutation `lax.cond`s compute both sides; each seed must still get
+    exactly its own result."""
+    _, runner, keys, together, m_together = vmapped_run("accel")  # conds and mutations
     alone, m_alone = jax.jit(lambda k: run_steps(runner, k))(keys[1])
-    np.testing.assert_array_equal(np.asarray(m_alone["cycles"]), m_together["cycles"][1])
+    np.testing.assert_array_equal(np.asarray(m_alone["gradient_updates"]), m_together["gradient_updates"][1])
     np.testing.assert_array_equal(np.asarray(alone.buffer.filled), np.asarray(together.buffer.filled[1]))
     np.testing.assert_allclose(np.asarray(alone.buffer.scores), np.asarray(together.buffer.scores[1]),
                                rtol=1e-4, atol=1e-5)
@@ -122,22 +127,20 @@ def test_a_vmapped_run_equals_each_seed_alone():
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
 
 
-def test_robust_plr_search_cycles_do_not_train():
-    runner = build_runner(small("robust_plr"))
+def test_robust_plr_trains_only_on_replay_cycles():
+    runner = build_runner(small("robust_plr", replay_prob=1.0))   # ready after one cycle of N = 4 new levels
     state = runner.init(jax.random.key(2))
-    cycle = jax.jit(runner.new_level_cycle)
-    buffer, training_set = state.buffer, state.training_set
-    for i in range(3):
-        buffer, training_set, m = cycle(jax.random.key(10 + i), state.train_state.params, buffer, training_set)
-        assert float(m["new/count"]) == runner.num_envs
-    assert int(buffer.filled.sum()) > 0 and int(buffer.episode_count) == 3 * runner.num_envs
-    # A full step then runs exactly one PPO update however many search cycles it took.
-    params_before = state.train_state.params
-    state = state.replace(buffer=buffer)
-    after, metrics = jax.jit(runner.step)(state)
-    assert int(after.train_state.step) == runner.ppo.n_epochs
-    assert any(not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(params_before),
-                                                       jax.tree.leaves(after.train_state.params)))
+    step = jax.jit(runner.step)
+    first, m1 = step(state)          # the buffer is empty: a cycle of new levels, no gradient
+    assert int(m1["gradient_updates"]) == 0 and float(m1["new/count"]) == runner.num_envs
+    for a, b in zip(jax.tree.leaves(state.train_state.params), jax.tree.leaves(first.train_state.params)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert int(first.buffer.filled.sum()) > 0 and int(first.buffer.episode_count) == runner.num_envs
+    second, m2 = step(first)         # ready, p = 1: a replay cycle, one PPO update
+    assert int(m2["gradient_updates"]) == 1 and float(m2["replay/count"]) == runner.num_envs
+    assert int(second.train_state.step) == runner.ppo.n_epochs
+    assert any(not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(first.train_state.params),
+                                                       jax.tree.leaves(second.train_state.params)))
 
 
 def test_parallel_accel_lays_out_new_replay_and_mutated_levels():
@@ -147,12 +150,14 @@ def test_parallel_accel_lays_out_new_replay_and_mutated_levels():
     n = runner.num_envs
     # Fill the buffer with known levels and scores.
     stock = jax.vmap(runner.generator)(jax.random.split(jax.random.key(4), 8))
-    buffer, _ = insert(state.buffer, stock, jnp.linspace(0.1, 0.8, 8), jnp.zeros(8), jnp.ones(8, bool),
-                       runner.buffer_cfg)
-    buffer, _, idx, groups, child_mutations = jax.jit(runner.parallel_levels)(
-        jax.random.key(5), buffer, state.training_set)
+    buffer, _ = offer(state.buffer, stock, jnp.full(8, -1), jnp.linspace(0.1, 0.8, 8), jnp.zeros(8),
+                      jnp.ones(8, bool), runner.buffer_cfg, identity=level_layout)
+    new = jax.vmap(runner.generator)(jax.random.split(jax.random.key(6), 3 * n))
+    lay_out = jax.jit(runner.parallel_levels)
+    after, idx, groups, child_mutations = lay_out(jax.random.key(5), True, buffer, new)
     assert len(groups) == 3
-    new, replayed, children = (jax.tree.map(np.asarray, g) for g in groups)
+    fresh, replayed, children = (jax.tree.map(np.asarray, g) for g in groups)
+    np.testing.assert_array_equal(fresh.wall_map, np.asarray(new.wall_map)[:n])
     np.testing.assert_array_equal(replayed.wall_map, np.asarray(buffer.levels.wall_map)[np.asarray(idx)])
     assert np.all(np.asarray(buffer.filled)[np.asarray(idx)])
     np.testing.assert_array_equal(np.asarray(child_mutations), 1)
@@ -161,13 +166,15 @@ def test_parallel_accel_lays_out_new_replay_and_mutated_levels():
             np.any(children.goal_pos[i] != replayed.goal_pos[i]))
         assert edits <= cfg.curriculum.n_mutations
         np.testing.assert_array_equal(children.agent_pos[i], replayed.agent_pos[i])
-    # New levels are fresh draws, not buffer entries.
-    stored = {tuple(h) for h in np.asarray(buffer.hashes)[np.asarray(buffer.filled)]}
-    assert not any(tuple(h) in stored for h in np.asarray(jax.vmap(level_hash)(groups[0])))
-    # The clock: 8 stocked, then 2N new and mutated levels, then N replay draws; the last
-    # drawn level is not stale at all.
-    assert int(buffer.episode_count) == 8 + 3 * n
-    assert int(buffer.last_sampled[int(idx[-1])]) == int(buffer.episode_count)
+    # The clock counts the N replay draws only; the last drawn level is not stale at all.
+    assert int(after.episode_count) == n
+    assert int(after.last_sampled[int(idx[-1])]) == int(after.episode_count)
+    # Not ready: every group plays new levels, no mutation counts, the clock advances by N.
+    before, idx, groups, child_mutations = lay_out(jax.random.key(5), False, buffer, new)
+    for i, grp in enumerate(groups):
+        np.testing.assert_array_equal(np.asarray(grp.wall_map), np.asarray(new.wall_map)[i * n:(i + 1) * n])
+    assert np.all(np.asarray(idx) == -1) and np.all(np.asarray(child_mutations) == 0)
+    assert int(before.episode_count) == n
 
 
 @pytest.mark.parametrize("criterion", ["batch", "easy", "hard"])
@@ -189,19 +196,15 @@ def test_mutation_criteria_pick_the_reference_parents(criterion):
 
 
 @pytest.mark.parametrize("method", ["robust_plr", "parallel_accel"])
-def test_a_step_never_trains_on_an_empty_buffer(method):
-    """The search-cycle cap hit before any level was stored: no update on placeholder levels."""
-    runner = build_runner(small(method))
-    runner.cur = dataclasses.replace(runner.cur, max_search_rollouts=0)
+def test_a_cycle_never_trains_on_an_empty_buffer(method):
+    runner = build_runner(small(method, replay_prob=1.0))
     state = runner.init(jax.random.key(4))
     after, m = jax.jit(runner.step)(state)
-    assert int(m["gradient_updates"]) == 0 and int(after.updates) == 0 and float(m["search_capped"]) == 1
+    assert int(m["gradient_updates"]) == 0 and int(after.updates) == 0
     for a, b in zip(jax.tree.leaves(state.train_state.params), jax.tree.leaves(after.train_state.params)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    # Only fresh levels may enter the buffer, never placeholders or their children.
+    # Only fresh levels entered the buffer, never placeholders or their children.
     assert int(np.asarray(after.buffer.mutations)[np.asarray(after.buffer.filled)].sum()) == 0
-    if method == "robust_plr":
-        assert not bool(after.buffer.filled.any())
 
 
 def test_train_logs_buffer_and_level_statistics_and_checkpoints_the_buffer(tmp_path):
@@ -215,7 +218,10 @@ def test_train_logs_buffer_and_level_statistics_and_checkpoints_the_buffer(tmp_p
                 "buffer/mean_staleness", "buffer/mean_mutations", "replay_fraction", "new/solvable",
                 "new/shortest_path", "new/n_walls", "replay/n_walls", "mutated/shortest_path", "replay/score"):
         assert key in row, key
-    assert all(r["env_steps"] == r["cycles"] * 4 * 16 for r in rows)  # every cycle plays N envs for T steps
+    assert [r["cycles"] for r in rows] == [2, 4]                       # one cycle per update, as the release
+    # A replay cycle also plays the N mutated children; the totals are per run.
+    assert rows[-1]["env_steps"] == 4 * 16 * (4 + rows[0]["replay/count"] // 4 + rows[1]["replay/count"] // 4)
+    assert rows[-1]["gradient_updates"] == (rows[0]["replay/count"] + rows[1]["replay/count"]) // 4
     runner = build_runner(cfg)
     abstract = jax.eval_shape(runner.init, jax.random.key(0))
     state, meta = Checkpointer(cfg.run_dir / "checkpoints").restore(abstract)
@@ -335,18 +341,32 @@ def test_configs_saved_before_mutation_criteria_keep_their_selection():
     assert legacy_all.curriculum.mutation_criterion == "batch"
 
 
-def test_a_finite_training_set_plays_unseen_seeds_first():
+def test_a_finite_training_set_plays_unseen_seeds_first_and_loses_none():
     runner = build_runner(small("robust_plr", train_levels=10, buffer_size=16, min_fill_ratio=0.5))
     state = runner.init(jax.random.key(6))
     from minimax.curricula.training_set import level_from_seed  # noqa: PLC0415
 
     named = jax.vmap(lambda s: level_from_seed(runner.generator, s))(jnp.arange(10))
     named = {tuple(h) for h in np.asarray(jax.vmap(level_hash)(named))}
-    training_set = state.training_set
-    for i in range(2):
-        before = int(training_set.seen.sum())
-        training_set, levels = runner.new_levels(jax.random.key(7 + i), training_set, runner.num_envs)
-        assert int(training_set.seen.sum()) == before + runner.num_envs  # no seed twice while unseen remain
-        assert {tuple(h) for h in np.asarray(jax.vmap(level_hash)(levels))} <= named
-    # Two draws of 4 envs: 8 of the 10 seeds seen.
-    assert int(training_set.seen.sum()) == 8
+    seeds, levels = runner.new_levels(jax.random.key(7), state.training_set, runner.num_envs)
+    assert len(set(np.asarray(seeds).tolist())) == runner.num_envs                # distinct while unseen remain
+    assert {tuple(h) for h in np.asarray(jax.vmap(level_hash)(levels))} <= named
+    # A seed counts as seen only once its level is stored.
+    marked = runner.mark_stored(state.training_set, seeds, jnp.array([3, -1, 5, -1]))
+    assert np.flatnonzero(np.asarray(marked.seen)).tolist() == sorted(np.asarray(seeds)[[0, 2]].tolist())
+
+
+def test_a_training_level_whose_rollout_ends_no_episode_is_not_lost():
+    """With rollouts shorter than an episode no level gets a score, so none is stored: every seed
+    must stay unseen (drawn again later), not be marked seen and never played again."""
+    runner = build_runner(small("robust_plr", train_levels=8, buffer_size=8, num_steps=4, max_episode_steps=16,
+                                min_fill_ratio=0.5))
+    state, m = jax.jit(lambda s: jax.lax.scan(lambda s, _: runner.step(s), s, None, length=3))(
+        runner.init(jax.random.key(1)))
+    assert int(state.buffer.filled.sum()) == 0 and int(state.training_set.seen.sum()) == 0
+
+
+def test_mutation_methods_reject_a_finite_training_set():
+    for method in ("accel", "parallel_accel"):
+        with pytest.raises(ConfigError, match=rf"--train-levels \(8\) cannot be used with {method}"):
+            small(method, train_levels=8, buffer_size=16)
