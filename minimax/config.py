@@ -178,7 +178,8 @@ class TrainConfig:
     out_dir: str = "runs"
     """Where run directories (logs, config, checkpoints) are created."""
     num_updates: int = 30_000
-    """Gradient updates to train for (learning-rate annealing counts these)."""
+    """Updates to train for, as the minimax release counts them: one PPO update each for DR and PAIRED, one rollout
+    cycle each for the PLR family (robust PLR and ACCEL train on replay cycles only; logs count gradient_updates)."""
     num_envs: int = 32
     """Parallel environments per rollout."""
     num_steps: int = 256
