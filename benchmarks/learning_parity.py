@@ -19,6 +19,8 @@ given with `--reference NAME=PATH` are aggregated the same way and shown side by
 Outputs under `--out`:
   ours.csv     source,update,seed,return_sum,solved_sum,episodes: one row per update and seed,
                appended after every chunk (partial results survive a kill);
+  ours_curriculum.jsonl  (PLR family) one line per cycle and seed: every group's, the buffer's and the
+               level statistics of the cycle, read by benchmarks/curriculum_parity.py;
   run.json     the resolved config, seeds, machine, and the measured seconds per chunk;
   checkpoints/ the whole vmapped run state after every `--checkpoint-every` chunks (`--resume`);
   parity.md    the window table (mean +- 95% CI half-width, seed counts), machine and jax version;
@@ -160,6 +162,34 @@ def _truncate_csv(path: Path, last_update: int) -> None:
     tmp.replace(path)
 
 
+CURRICULUM_PREFIXES = ("new/", "replay/", "mutated/", "buffer/", "replay_fraction", "gradient_updates", "episode")
+
+
+def _write_curriculum(path: Path, metrics: dict, update: int, seeds: list[int], length: int) -> None:
+    """The PLR family's per-cycle statistics, one JSON line per cycle and seed (the input of
+    `benchmarks/curriculum_parity.py`): per group of levels played (new / replay / mutated) the
+    sums and counts of returns, solves, walls, solvable levels and shortest paths; the buffer's
+    size, scores, staleness and mutations; whether the cycle replayed and trained. Nothing for DR."""
+    keys = [k for k in metrics if k.startswith(CURRICULUM_PREFIXES)]
+    if not any(k.startswith("buffer/") for k in keys):
+        return
+    m = {k: np.asarray(metrics[k], np.float64).reshape(len(seeds), length) for k in keys}
+    with path.open("a") as f:
+        for t in range(length):
+            for i, s in enumerate(seeds):
+                f.write(json.dumps({"update": update + t + 1, "seed": s,
+                                    **{k: float(v[i, t]) for k, v in m.items()}}) + "\n")
+
+
+def _truncate_jsonl(path: Path, last_update: int) -> None:
+    if not path.exists():
+        return
+    lines = [ln for ln in path.read_text().splitlines() if ln.strip() and json.loads(ln)["update"] <= last_update]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(ln + "\n" for ln in lines))
+    tmp.replace(path)
+
+
 def _write_json(path: Path, data: dict) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=2) + "\n")
@@ -201,6 +231,7 @@ def train(args, out: Path) -> None:
             import shutil  # noqa: PLC0415
 
             csv_path.unlink(missing_ok=True)
+            (out / "ours_curriculum.jsonl").unlink(missing_ok=True)
             shutil.rmtree(out / "checkpoints", ignore_errors=True)
         info = {"preset": args.preset, "seeds": seeds, "overrides": overrides, "chunk": args.chunk,
                 "config": config_dict, "cpu": cpu_name(), "jax": jax_versions(), "chunks": [],
@@ -228,6 +259,7 @@ def train(args, out: Path) -> None:
         jax.block_until_ready(state)
         print(f"initialised {len(seeds)} seed(s) in {time.perf_counter() - t0:.1f}s", flush=True)
     _truncate_csv(csv_path, update)
+    _truncate_jsonl(out / "ours_curriculum.jsonl", update)
     _write_json(info_path, info)
 
     programs: dict[int, object] = {}
@@ -248,9 +280,10 @@ def train(args, out: Path) -> None:
         length = min(args.chunk, args.updates - update)
         run = program(length)
         t0, c0 = time.perf_counter(), time.process_time()
-        state, metrics = run(state)
-        metrics = to_host({k: metrics[k] for k in METRIC_KEYS})
+        state, all_metrics = run(state)
+        metrics = to_host({k: all_metrics[k] for k in METRIC_KEYS})
         seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
+        _write_curriculum(out / "ours_curriculum.jsonl", to_host(all_metrics), update, seeds, length)
         # [seeds, length] (a single seed has no seed axis)
         m = {k: np.asarray(v, np.float64).reshape(n_seeds, length) for k, v in metrics.items()}
         rows = []

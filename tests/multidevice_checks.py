@@ -24,15 +24,15 @@ PAIRED_TINY = dict(max_episode_steps=12, teacher_n_walls=4, teacher_conv_filters
                    teacher_noise_dim=3, teacher_n_epochs=1, teacher_lr=3e-3)
 
 
-def one_update(cfg):
-    """(state after init, state after one update, metrics) of cfg on its device layout, on the host."""
+def one_update(cfg, updates=1):
+    """(state after init, state after `updates` updates, metrics) of cfg on its device layout, on the host."""
     layout = device_layout(cfg)
     runner = build_runner(cfg, layout.shard)
     keys, _ = seed_keys(layout)
     state = jax.jit(distribute_init(runner, layout))(keys)
     before = jax.device_get(state)
     # Compiled as train.py compiles its chunks (donating the state), so train() below reuses it.
-    step = jax.jit(distribute_step(make_chunk(runner, 1), runner, layout), donate_argnums=0)
+    step = jax.jit(distribute_step(make_chunk(runner, updates), runner, layout), donate_argnums=0)
     after, metrics = step(state)
     return before, jax.device_get(after), jax.device_get(metrics)
 
@@ -67,8 +67,8 @@ def main(out_dir):
         layout = device_layout(cfg)
         runner = build_runner(cfg, layout.shard)
         state, after, _ = one_update(cfg)
-        # The first step of PLR plays new levels (empty buffer): env i gets generator(split(k_levels, N)[i]).
-        k_levels = jax.random.split(state.key, 5)[2]
+        # The first step of PLR plays new levels (empty buffer): env i gets generator(split(k_new, N)[i]).
+        k_levels = jax.random.split(state.key, 7)[2]
         played = jax.vmap(runner.generator)(jax.random.split(k_levels, cfg.num_envs))
         fingerprints = [np.asarray(played.wall_map[i]).tobytes() + np.asarray(played.goal_pos[i]).tobytes()
                         + np.asarray(played.agent_pos[i]).tobytes() for i in range(cfg.num_envs)]
@@ -83,16 +83,17 @@ def main(out_dir):
             "buffer_shape": list(after.buffer.scores.shape), "stored_envs": stored}
 
     # The other PLR-family runners step sharded (2 devices, per-device buffers) and count their
-    # steps: ACCEL runs robust PLR's search loop plus mutations, parallel ACCEL parallel PLR's layout.
+    # cycles: ACCEL's replay cycles add mutations, parallel ACCEL plays parallel PLR's layout. Two
+    # cycles with p = 1: new levels fill the buffers, then a replay cycle trains.
     out["methods"] = {}
     for method in ("accel", "parallel_accel"):
-        cfg = plr.replace(method=method, replay_prob=0.5, n_mutations=2,
+        cfg = plr.replace(method=method, replay_prob=1.0, n_mutations=2,
                                   mutation_criterion="hard", mutation_subsample=2)
-        _, after, metrics = one_update(cfg)
-        out["methods"][method] = {"updates": int(after.updates), "env_steps": int(metrics["env_steps"][0]),
-                                  "cycles": int(metrics["cycles"][0]),
+        _, after, metrics = one_update(cfg, updates=2)
+        out["methods"][method] = {"updates": int(after.updates), "env_steps": np.asarray(metrics["env_steps"]).tolist(),
+                                  "gradient_updates": np.asarray(metrics["gradient_updates"]).tolist(),
                                   "stored": int(np.asarray(after.buffer.filled).sum()),
-                                  "finite": bool(np.isfinite(float(metrics["policy_loss"][0])))}
+                                  "finite": bool(np.isfinite(np.asarray(metrics["policy_loss_sum"])).all())}
 
     # 3. Seeds x devices: 2 seeds on a (2 seed, 2 data) mesh against each seed alone on one device.
     both = TrainConfig.from_options(**TINY).replace(seeds="0,1", devices=4)

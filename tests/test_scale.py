@@ -167,9 +167,12 @@ def test_plr_per_device_buffers_hold_only_their_own_devices_levels(checks):
 
 def test_every_plr_runner_steps_sharded(checks):
     for method, m in checks[0]["methods"].items():
+        # Cycle 1 fills the buffers with new levels (no gradient); cycle 2 replays and trains
+        # (ACCEL's replay cycle also plays the mutated children).
         per_cycle = 8 * 16 * {"parallel_plr": 2, "parallel_accel": 3}.get(method, 1)
-        assert m["updates"] == 1 and m["finite"], method
-        assert m["env_steps"] == m["cycles"] * per_cycle and m["stored"] > 0, (method, m)
+        assert m["updates"] == 1 and m["gradient_updates"] == [0, 1] and m["finite"], method
+        second = per_cycle * (2 if method == "accel" else 1)
+        assert m["env_steps"] == [per_cycle, second] and m["stored"] > 0, (method, m)
 
 
 def test_seeds_times_devices_matches_each_seed_alone(checks):
