@@ -12,8 +12,8 @@ A runner is one method's whole training step as pure functions of explicit state
   replicated. Empty when not sharded;
 - `num_envs`, `num_steps`: the global env batch and the rollout length;
 - `metrics`: a flat dict of scalars following `minimax.metrics`' naming convention, with
-  `gradient_updates` (1 per step, or 0 for a step that could not train), `env_steps` and
-  `cycles` (rollouts played, gradient-free ones included).
+  `gradient_updates` (1 for a step that made a PPO update, 0 for one that did not: robust PLR's
+  cycles of new levels), `env_steps` and `cycles` (rollout cycles: 1 per step).
 """
 
 from __future__ import annotations
