@@ -2,8 +2,9 @@
 (and its Table 4, the S5 student: `--methods dr_s5,paired_s5,plr_s5,pplr_s5,accel_s5,paccel_s5`).
 
 For each method (presets `dr`, `paired`, `plr` = PLR⊥, `pplr` = PLR∥, `accel`, `paccel` = ACCEL∥), train
-`--seeds` seeds in one vmapped program (minimax.train's `--num-seeds`) for `--updates` PPO
-updates (default: the report's 30,000), evaluate every seed on the `--suite` mazes (default
+`--seeds` seeds in one vmapped program (minimax.train's `--num-seeds`) for `--updates`
+updates (default: the report's 30,000; the PLR family's are rollout cycles, as the release
+counts them), evaluate every seed on the `--suite` mazes (default
 `dcd12`, `--eval-episodes` 100 per maze, with minimax.evaluate's code), and write
 `<out-dir>/table.md` and `<out-dir>/results.json`: per maze and for the suite mean, the mean
 solved rate and return with 95% Student-t confidence intervals across seeds, next to the
@@ -63,7 +64,8 @@ class ReproduceConfig:
     """Comma-separated presets to run: dr, paired, plr (PLR⊥, robust PLR), pplr (PLR∥), accel, paccel (ACCEL∥) (Table 2,
     LSTM student), or their S5-student versions dr_s5, paired_s5, plr_s5, pplr_s5, accel_s5, paccel_s5 (Table 4)."""
     updates: int = REPORT_UPDATES
-    """PPO updates per method (the report: 30,000); raising it later extends the runs from their checkpoints."""
+    """Updates per method (the report: 30,000), counted as the minimax release counts them (PLR family: rollout
+    cycles, so each method spends the release's env steps); raising it later extends the runs from their checkpoints."""
     seeds: int = 5
     """Seeds per method (0 .. N-1), trained together in one vmapped program."""
     out_dir: str = "reproduce"
