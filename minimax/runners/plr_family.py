@@ -198,8 +198,7 @@ class PLRFamilyRunner:
         (so never stored) stays unseen and is drawn again, never lost."""
         if seeds is None:
             return training_set
-        stored = where >= 0 if self.global_buffer else self.shard.gather(where >= 0)
-        return mark_seen(training_set, seeds, stored)
+        return mark_seen(training_set, seeds, self.shard.gather(where >= 0))  # `where` is this device's part
 
     def buffer_ready(self, buffer: LevelBuffer):
         """Every device's buffer is `min_fill_ratio` full and holds a level."""
