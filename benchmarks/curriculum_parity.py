@@ -27,6 +27,7 @@ with <group> one of new, replay, mutated. Missing fields are left out of the tab
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import math
 import sys
@@ -78,9 +79,9 @@ def from_release_driver(row: dict) -> dict:
 
 
 def read_source(path: str) -> dict:
-    """`{seed: {update: line}}` from a JSONL file or a directory of them (a later line wins)."""
+    """`{seed: {update: line}}` from a JSONL file, a glob or a directory of them (a later line wins)."""
     p = Path(path)
-    files = sorted(p.glob("*.jsonl")) if p.is_dir() else [p]
+    files = sorted(p.glob("*.jsonl")) if p.is_dir() else sorted(Path(f) for f in glob.glob(path)) if "*" in path else [p]
     if not files or not all(f.exists() for f in files):
         raise SystemExit(f"error: no JSONL log at {path}")
     out: dict = {}
@@ -149,7 +150,8 @@ def report(sources: dict, window: int, last: int | None) -> str:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--source", action="append", required=True, help="NAME=PATH (a JSONL file or a directory)")
+    parser.add_argument("--source", action="append", required=True,
+                        help="NAME=PATH (a JSONL file, a quoted glob or a directory)")
     parser.add_argument("--window", type=int, default=50)
     parser.add_argument("--last", type=int, default=None, help="the last cycle to report (default: the longest log)")
     parser.add_argument("--out", type=Path, default=None, help="write curriculum_parity.md here (else print)")
