@@ -23,6 +23,9 @@ import numpy as np
 COUNTS = ("episodes", "env_steps", "gradient_updates", "cycles")
 """Counters: summed, never averaged."""
 
+RUN_TOTALS = ("cycles", "env_steps", "gradient_updates")
+"""Per-seed run totals the logs report (and checkpoints keep): rollout cycles, simulated steps, PPO updates."""
+
 RENAMED = {"episode_return": "train/return", "episode_solved": "train/solved_rate", "episode_length": "train/length"}
 """Log names of the episode means the rollouts report."""
 
@@ -87,7 +90,6 @@ def mean_row(rows: list[dict]) -> dict:
 def log_columns(metrics_abstract: dict, eval_names, multi_seed: bool) -> list[str]:
     """The columns of a run's CSV log, from the shapes of one step's metrics."""
     row = summarize({k: np.zeros((1,), v.dtype) for k, v in metrics_abstract.items()})
-    counters = ("cycles", "env_steps", "gradient_updates")
-    columns = ["update", *counters, "time_s", "sps"] + [k for k in row if k not in counters]
+    columns = ["update", *RUN_TOTALS, "time_s", "sps"] + [k for k in row if k not in RUN_TOTALS]
     columns += [f"eval/{n}" for n in eval_names]
     return (["seed"] if multi_seed else []) + columns

@@ -25,7 +25,7 @@ import tyro
 from minimax.checkpoint import Checkpointer, CheckpointError
 from minimax.build import build_runner, device_layout, evaluated_params, make_evaluator
 from minimax.config import PRESETS, ConfigError, TrainConfig, flag
-from minimax.metrics import log_columns, mean_row, summarize
+from minimax.metrics import RUN_TOTALS, log_columns, mean_row, summarize
 from minimax.run_logs import RunLogger
 from minimax.devices import (DeviceError, DeviceLayout, distribute_init, distribute_step, initialize_distributed,
                              join_hosts, seed_params, to_host)
@@ -112,14 +112,14 @@ def start_state(cfg: TrainConfig, checkpoints: Checkpointer, init, init_keys, ab
     PLR family, whose steps are cycles with or without a gradient update)."""
     n = len(layout.seeds)
     if not cfg.resume:
-        return init(init_keys), 0, {k: np.zeros(n, np.int64) for k in COUNTERS}
+        return init(init_keys), 0, {k: np.zeros(n, np.int64) for k in RUN_TOTALS}
     if checkpoints.latest_step() is None:
         raise RunError(f"--resume: {cfg.run_dir} has no checkpoint yet; start it again without --resume "
                        f"(with --overwrite)")
     state, meta = checkpoints.restore(abstract)
     meta.setdefault("gradient_updates", meta["update"])  # checkpoints of runs whose every step trained
     return state, int(meta["update"]), {k: np.broadcast_to(np.asarray(meta[k], np.int64), (n,)).copy()
-                                        for k in COUNTERS}
+                                        for k in RUN_TOTALS}
 
 
 def open_logger(cfg: TrainConfig, run_dir, metrics_abstract: dict, evaluator, layout: DeviceLayout,
@@ -135,19 +135,15 @@ def open_logger(cfg: TrainConfig, run_dir, metrics_abstract: dict, evaluator, la
     return logger
 
 
-COUNTERS = ("cycles", "env_steps", "gradient_updates")
-"""Per-seed run totals the logs report (and checkpoints keep): rollout cycles, simulated steps, PPO updates."""
-
-
 def log_rows(rows: list[dict], layout: DeviceLayout, update: int, counters: dict, seconds: float) -> list[dict]:
     """A chunk's per-seed rows with the run's totals (`counters`, advanced in place) and its
     timing: the whole program's steps per second."""
-    for k in COUNTERS:
+    for k in RUN_TOTALS:
         counters[k] += [r[k] for r in rows]
     sps = sum(r["env_steps"] for r in rows) / seconds
     return [{**({"seed": s} if layout.multi_seed else {}), "update": update,
-             **{k: int(counters[k][i]) for k in COUNTERS}, "time_s": seconds, "sps": sps,
-             **{k: v for k, v in r.items() if k not in COUNTERS}}
+             **{k: int(counters[k][i]) for k in RUN_TOTALS}, "time_s": seconds, "sps": sps,
+             **{k: v for k, v in r.items() if k not in RUN_TOTALS}}
             for i, (s, r) in enumerate(zip(layout.seeds, rows))]
 
 

@@ -1,6 +1,5 @@
 """The PLR-family runners: counters, buffer contents, batch layouts, vmap, and the CLI loop."""
 
-import dataclasses
 import functools
 
 import jax

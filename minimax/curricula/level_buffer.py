@@ -394,8 +394,9 @@ def offer(buffer: LevelBuffer, levels, slots, scores, max_returns, valid, cfg: B
     is_new = ~stored & ok
     key = _identity(cfg, identity)
     hashes = jax.vmap(lambda level: level_hash(key(level)))(levels)
-    strict = cfg.replacement != "release"          # jaxued and lowest_score need a strictly higher score
-    fresh = cfg.replacement != "release"           # ... and start newcomers at staleness 0
+    # The release: >= the target's score, the slot's staleness inherited, a displaced stored level
+    # competes again. jaxued and lowest_score: a strictly higher score, staleness 0.
+    release = cfg.replacement == "release"
 
     def target_slot(buf):
         empty = ~buf.filled
@@ -405,7 +406,6 @@ def offer(buffer: LevelBuffer, levels, slots, scores, max_returns, valid, cfg: B
             lowest = lambda b: jnp.argmin(jnp.where(b.filled, replay_weights(b, cfg), jnp.inf))  # noqa: E731
         return jax.lax.cond(empty.any(), lambda b: jnp.argmax(~b.filled), lowest, buf).astype(jnp.int32)
 
-    reinsert = cfg.replacement == "release"
     mutations0 = buffer.mutations
 
     def one(carry, x):
@@ -416,14 +416,14 @@ def offer(buffer: LevelBuffer, levels, slots, scores, max_returns, valid, cfg: B
         back = upd & taken
         upd = upd & ~taken
         target = target_slot(buf)
-        if reinsert:
+        if release:
             # The release: a stored level whose slot a newcomer took earlier in this batch competes for
             # that slot again, as a newcomer would (its own mutation count and staleness come with it).
             target = jnp.where(back, s, target)
             new = new | back
             mut = jnp.where(back, mutations0[s], mut)
         was_empty = ~buf.filled[target]
-        beats = score > buf.scores[target] if strict else score >= buf.scores[target]
+        beats = score >= buf.scores[target] if release else score > buf.scores[target]
         ins = new & (was_empty | beats)
         dest = jnp.where(upd, s, jnp.where(ins, target, k))
         put_new = jnp.where(ins, target, k)
@@ -433,7 +433,7 @@ def offer(buffer: LevelBuffer, levels, slots, scores, max_returns, valid, cfg: B
             scores=buf.scores.at[dest].set(jnp.where(upd, _blend(buf.scores[s], score, cfg.score_alpha), score),
                                            mode="drop"),
             max_returns=buf.max_returns.at[dest].set(jnp.where(upd, new_max, mret), mode="drop"),
-            last_sampled=buf.last_sampled.at[jnp.where(ins & (was_empty | fresh), target, k)].set(
+            last_sampled=buf.last_sampled.at[jnp.where(ins & (was_empty | (not release)), target, k)].set(
                 buf.episode_count, mode="drop"),
             filled=buf.filled.at[put_new].set(True, mode="drop"),
             mutations=buf.mutations.at[put_new].set(mut, mode="drop"),

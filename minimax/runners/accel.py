@@ -11,8 +11,8 @@ report's configuration) by accumulated edits.
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 
+from minimax.runners.plr_family import cond_or_zeros
 from minimax.runners.robust_plr import RobustPLRRunner
 
 
@@ -33,6 +33,4 @@ class ACCELRunner(RobustPLRRunner):
             buffer, _ = self._offer(buffer, children, slots, s, best, valid & ~repeat, mutations, first)
             return buffer, self.group_metrics("mutated", children, rollout, s, valid)
 
-        shapes = jax.eval_shape(mutate_and_play, buffer)[1]
-        skip = lambda buffer: (buffer, jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes))  # noqa: E731
-        return jax.lax.cond(replay, mutate_and_play, skip, buffer)
+        return cond_or_zeros(replay, mutate_and_play, buffer)

@@ -26,7 +26,7 @@ class ParallelPLRRunner(PLRFamilyRunner):
         """The levels of one cycle: `(buffer, idx, groups, child_mutations)`, `groups` = [new, replayed
         (slots `idx`), children of the replayed (parallel ACCEL)], N each; before the buffer is
         `ready`, new levels (the rows of `new`, [G * N]) in every group and the clock advanced by N."""
-        n, g = self.n, self.groups
+        n = self.n
         k_sample, k_mut = jax.random.split(key)
         part = lambda i: jax.tree.map(lambda x: x[i * n:(i + 1) * n], new)  # noqa: E731
         buffer, idx, replayed = self.replay_or_count(k_sample, ready, buffer, n, part(1))

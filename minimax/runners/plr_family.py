@@ -102,6 +102,15 @@ class PLRState:
     updates: jax.Array  # int32: gradient updates done (a step is one cycle, with or without one)
 
 
+def cond_or_zeros(pred, fn, carry):
+    """`fn(carry) -> (carry, metrics)` where `pred`, else `(carry, zeros)` shaped like its metrics:
+    the skipped side of a branch (a cycle without a gradient, or without a mutation rollout)
+    reports zeros, which its weights then leave out of the logs."""
+    shapes = jax.eval_shape(fn, carry)[1]
+    skip = lambda c: (c, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes))  # noqa: E731
+    return jax.lax.cond(pred, fn, skip, carry)
+
+
 class PLRFamilyRunner:
     """What every PLR-family runner shares: `init(key) -> PLRState` and the pieces the methods'
     `step`s are written in (a new method subclasses this in its own module and writes `step`).
@@ -331,9 +340,7 @@ class PLRFamilyRunner:
             new_state, metrics = update()
             new_state = jax.tree.map(lambda new, old: jnp.where(trainable, new, old), new_state, train_state)
         else:
-            shapes = jax.eval_shape(update)
-            skip = lambda: (train_state, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes[1]))  # noqa: E731
-            new_state, metrics = jax.lax.cond(trainable, update, skip)
+            new_state, metrics = cond_or_zeros(trainable, lambda _: update(), train_state)
         w = jnp.asarray(trainable, jnp.float32)
         out = {}
         for name, value in metrics.items():
