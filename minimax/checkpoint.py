@@ -13,6 +13,7 @@ Typed PRNG keys are stored as their raw `uint32` key data and re-wrapped on rest
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import jax
@@ -61,9 +62,25 @@ class Checkpointer:
                                                  enable_async_checkpointing=False))
 
     def save(self, step: int, state, meta: dict) -> None:
-        self._manager.save(int(step), args=ocp.args.Composite(
-            state=ocp.args.StandardSave(_to_storable(state)), meta=ocp.args.JsonSave(meta)), force=True)
-        self._manager.wait_until_finished()
+        try:
+            self._manager.save(int(step), args=ocp.args.Composite(
+                state=ocp.args.StandardSave(_to_storable(state)), meta=ocp.args.JsonSave(meta)), force=True)
+            self._manager.wait_until_finished()
+        except Exception as e:  # noqa: BLE001 (orbax wraps file-system errors in many types)
+            raise CheckpointError(f"cannot write checkpoint {self.directory / str(step)}: "
+                                  f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
+
+    def set_aside(self, step: int, where) -> Path:
+        """Move checkpoint `step` (found corrupt) out of the way into the folder `where`, keeping
+        its files for inspection; returns its new path."""
+        dest = Path(where) / str(step)
+        n = 1
+        while dest.exists():
+            dest, n = Path(where) / f"{step}.{n}", n + 1
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(self.directory / str(step)), str(dest))
+        self._manager.reload()
+        return dest
 
     def steps(self) -> list[int]:
         return sorted(self._manager.all_steps())

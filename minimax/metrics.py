@@ -69,22 +69,46 @@ def summarize(metrics: dict) -> dict:
         if k.endswith("_sum"):
             name = k[:-len("_sum")]
             total = float(_denominator(name, m).sum())
-            row[RENAMED.get(name, name)] = float(v.sum()) / total if total else float("nan")
+            row[RENAMED.get(name, name)] = float(v.sum()) / total if total else None  # None: no data
     return row
 
 
 def mean_row(rows: list[dict]) -> dict:
-    """The across-seed mean of per-seed rows (NaN entries ignored), marked `seed: "mean"`;
-    an integer entry equal in every row is kept as it is."""
+    """The across-seed mean of per-seed rows, marked `seed: "mean"`: seeds without data (None)
+    are left out, a non-finite value makes the mean non-finite; an integer entry equal in every
+    row is kept as it is."""
     out = {"seed": "mean"}
     for k in rows[0]:
         if k == "seed":
             continue
-        values = [r[k] for r in rows if isinstance(r.get(k), (int, float)) and r[k] == r[k]]
-        out[k] = float(np.mean(values)) if values else float("nan")
+        values = [r[k] for r in rows if isinstance(r.get(k), (int, float))]
+        out[k] = float(np.mean(values)) if values else None
         if all(isinstance(r.get(k), int) for r in rows):
             out[k] = rows[0][k] if len({r[k] for r in rows}) == 1 else out[k]
     return out
+
+
+LOSSES = ("policy_loss", "value_loss", "entropy", "grad_norm")
+"""The optimisation statistics whose non-finite value means the training diverged (any prefix:
+`teacher/policy_loss`, `student1/entropy`; a `_sum` of a weighted mean counts too)."""
+
+
+def first_nonfinite(metrics: dict) -> tuple[str, int, int] | None:
+    """`(metric, step, seed)` of the first step of a chunk (host arrays `[steps]`, or `[seeds, steps]`)
+    whose optimisation statistic is NaN or infinite; None when all are finite."""
+    found = None
+    for k, v in metrics.items():
+        if not k.removesuffix("_sum").endswith(LOSSES):
+            continue
+        v = np.asarray(v, np.float64)
+        v = v.reshape(1, -1) if v.ndim <= 1 else v.reshape(v.shape[0], -1)
+        bad = ~np.isfinite(v)
+        if bad.any():
+            seeds, steps = np.nonzero(bad)
+            i = int(np.argmin(steps))
+            if found is None or (int(steps[i]), int(seeds[i])) < (found[1], found[2]):
+                found = (k.removesuffix("_sum"), int(steps[i]), int(seeds[i]))
+    return found
 
 
 def log_columns(metrics_abstract: dict, eval_names, multi_seed: bool) -> list[str]:

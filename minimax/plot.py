@@ -30,6 +30,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
+from minimax.run_logs import parse_row  # noqa: E402
 
 # Config keys that do not change what is trained: runs differing only in these are seeds of one curve.
 IGNORED_KEYS = frozenset({
@@ -91,7 +92,7 @@ def _read_jsonl(path: Path) -> list[dict]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = parse_row(json.loads(line))
         except json.JSONDecodeError:
             if i == len(lines) - 1:  # a run killed mid-write leaves a partial last line
                 continue

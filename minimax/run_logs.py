@@ -3,12 +3,19 @@
 Columns are fixed when the run starts (every metric the runner and evaluator report),
 so the CSV has one header and evaluation columns are blank on rows without an
 evaluation. On resume, rows past the restored checkpoint are dropped: the resumed
-run writes them again, identically, so the log never holds duplicates.
+run writes them again, identically, so the log never holds duplicates. That rewrite
+goes through a temporary file and a rename, so a crash during it loses nothing.
+
+"No data" and "not a number" are told apart: a statistic nothing measured in a chunk (no
+episode finished, no gradient update) is JSON `null` (blank in the CSV); a NaN or infinite
+value is the string `"nan"`, `"inf"` or `"-inf"` (the same words in the CSV), which
+`read_rows` turns back into floats.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import netrc
@@ -17,10 +24,24 @@ import secrets
 from pathlib import Path
 
 
+NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
 def _clean(v):
     if isinstance(v, float) and not math.isfinite(v):
-        return None
+        return "nan" if v != v else ("inf" if v > 0 else "-inf")
     return v
+
+
+def parse_row(row: dict) -> dict:
+    """A logged row with its non-finite markers as floats again."""
+    return {k: NONFINITE[v] if isinstance(v, str) and v in NONFINITE else v for k, v in row.items()}
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 class RunLogger:
@@ -37,10 +58,17 @@ class RunLogger:
     def truncate_after(self, update: int) -> None:
         """Drop rows logged after `update` (a run killed after its last checkpoint logged them)."""
         if self.jsonl_path.exists():
-            rows = [json.loads(line) for line in self.jsonl_path.read_text().splitlines() if line.strip()]
+            rows = []
+            for line in self.jsonl_path.read_text().splitlines():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError:  # a partial last line of a run killed mid-write
+                    continue
             rows = [r for r in rows if r.get("update", 0) <= update]
-            self.jsonl_path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-            self._write_csv(rows, mode="w")
+            _write_atomically(self.jsonl_path, "".join(json.dumps(r) + "\n" for r in rows))
+            buffer = io.StringIO()
+            self._write_csv_to(buffer, rows, header=True)
+            _write_atomically(self.csv_path, buffer.getvalue())
 
     def log(self, row: dict) -> None:
         row = {k: _clean(v) for k, v in row.items()}
@@ -48,7 +76,7 @@ class RunLogger:
             f.write(json.dumps(row) + "\n")
         self._write_csv([row], mode="a")
         if self._wandb is not None:
-            self._wandb.log({k: v for k, v in row.items() if v is not None}, step=int(row["update"]))
+            self._wandb.log({k: v for k, v in parse_row(row).items() if v is not None}, step=int(row["update"]))
 
     def log_rows(self, rows: list[dict]) -> None:
         """Several rows of one log step (one per seed, then their mean: `seed` is `"mean"`).
@@ -63,16 +91,19 @@ class RunLogger:
             entry = {}
             for row in rows:
                 prefix = "" if row.get("seed") == "mean" else f"seed{row.get('seed')}/"
-                entry.update({prefix + k: v for k, v in row.items() if v is not None and k != "seed"})
+                entry.update({prefix + k: v for k, v in parse_row(row).items() if v is not None and k != "seed"})
             self._wandb.log(entry, step=int(rows[0]["update"]))
 
     def _write_csv(self, rows, mode):
         new_file = mode == "w" or not self.csv_path.exists()
         with self.csv_path.open(mode, newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=self.columns, extrasaction="ignore", restval="")
-            if new_file:
-                writer.writeheader()
-            writer.writerows([{k: ("" if v is None else v) for k, v in r.items()} for r in rows])
+            self._write_csv_to(f, rows, header=new_file)
+
+    def _write_csv_to(self, f, rows, header: bool) -> None:
+        writer = csv.DictWriter(f, fieldnames=self.columns, extrasaction="ignore", restval="")
+        if header:
+            writer.writeheader()
+        writer.writerows([{k: ("" if v is None else v) for k, v in r.items()} for r in rows])
 
     def close(self) -> None:
         if self._wandb is not None:
@@ -83,7 +114,7 @@ def read_rows(run_dir) -> list[dict]:
     path = Path(run_dir) / "metrics.jsonl"
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [parse_row(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
 
 
 def _logged_in() -> bool:

@@ -1,0 +1,80 @@
+"""Stop signals (SIGTERM from a cluster's pre-emption, SIGINT from Ctrl-C) end a run cleanly.
+
+The first signal only raises a flag: the training loop finishes the chunk in flight, logs it,
+writes a checkpoint and stops (`RunStopped`; the command line exits with 128 + the signal's
+number, 143 for SIGTERM and 130 for SIGINT, as a shell reports a process the signal killed).
+At most one chunk of work (`--log-every` updates) is redone by nobody: it is saved. The first
+signal also restores the default action, so a second one stops the process at once, at C
+level, even inside a compile: the checkpoints are written atomically, so what is on disk
+stays intact (the logs past the last checkpoint are dropped by `--resume`).
+
+Python runs signal handlers only between bytecodes, so the loop waits for a chunk by polling
+(`wait_ready`) rather than blocking inside XLA: the first signal is seen at once and the
+message printed while the chunk still runs.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+
+import jax
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class RunStopped(Exception):
+    """The run stopped on a signal after saving its state: `update`, `signum`, `resume_hint`."""
+
+    def __init__(self, message: str, update: int, signum: int):
+        super().__init__(message)
+        self.update, self.signum = update, signum
+
+    @property
+    def exit_status(self) -> int:
+        return 128 + self.signum
+
+
+class StopSignals:
+    """`with StopSignals() as stop:` ... `if stop.requested:` -- the handlers last for the block.
+
+    Outside the main thread (where Python cannot install handlers) it installs none and
+    `requested` stays None."""
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+        self.signum: int | None = None
+        self._previous: dict = {}
+
+    @property
+    def requested(self) -> int | None:
+        return self.signum
+
+    def _handle(self, signum, frame) -> None:
+        if self.signum is None:
+            self.signum = signum
+            for s in STOP_SIGNALS:  # a second signal takes the default action: stop now
+                signal.signal(s, signal.SIG_DFL)
+            print(f"\nreceived {signal.Signals(signum).name}: finishing the current chunk, then saving a "
+                  f"checkpoint and stopping (send it again to stop at once)", file=sys.stderr, flush=True)
+
+    def __enter__(self) -> "StopSignals":
+        if self.enabled and threading.current_thread() is threading.main_thread():
+            for s in STOP_SIGNALS:
+                self._previous[s] = signal.signal(s, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for s, handler in self._previous.items():
+            signal.signal(s, handler)
+        self._previous = {}
+
+
+def wait_ready(tree, poll_seconds: float = 0.01) -> None:
+    """Wait until every array of `tree` is computed, returning to Python between polls (so
+    signal handlers run while a long chunk computes)."""
+    leaves = [x for x in jax.tree.leaves(tree) if hasattr(x, "is_ready")]
+    while not all(x.is_ready() for x in leaves):
+        time.sleep(poll_seconds)
