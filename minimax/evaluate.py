@@ -5,7 +5,9 @@ For each run directory: read its saved config, rebuild its model, restore the la
 any `--levels` files; with `--cvar M`, also on M levels sampled from the run's training
 generator (the SFL paper's robustness protocol: mean solved rate on the worst `--alpha`
 fraction of solvable levels). Every run (seed) is one sample: the table reports per maze
-the mean and a 95% Student-t confidence interval across them, plus the suite mean. Results
+the mean and a 95% Student-t confidence interval across them, plus the suite mean. Runs of
+different experiments (configs that differ in more than seeds and bookkeeping) are never
+pooled silently: each experiment gets its own table and interval, unless `--pool` asks for one. Results
 go to `<out>/results.json`, `<out>/per_run.csv` and `<out>/summary.csv` (never pickles);
 `--gif` writes one animated episode per maze and run under `<out>/gifs/`.
 """
@@ -26,7 +28,7 @@ import tyro
 
 from minimax.build import env_params, evaluated_params, level_generator, make_eval_runner, make_model, obs_options
 from minimax.checkpoint import Checkpointer, CheckpointError
-from minimax.config import ConfigError, TrainConfig
+from minimax.config import ConfigError, TrainConfig, experiment_groups
 from minimax.envs.maze.level import InvalidLevelError
 from minimax.envs.maze.ood import get_suite, load_level_file
 from minimax.envs.maze.render import episode_frames, save_gif
@@ -167,11 +169,15 @@ def summarize(results: list[dict], mazes) -> dict:
     return summary
 
 
-def write_results(out_dir: Path, results: list[dict], summary: dict, settings: dict) -> None:
+def write_results(out_dir: Path, results: list[dict], groups: list[dict], settings: dict) -> None:
+    """`results.json` (settings, every run's results, each group's summary; `summary` too when
+    there is one group), `per_run.csv` and `summary.csv` (one block of rows per group)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     clean = lambda v: None if isinstance(v, float) and not np.isfinite(v) else v  # noqa: E731
-    doc = json.loads(json.dumps({"settings": settings, "runs": results, "summary": summary},
-                                default=float), parse_constant=lambda _: None)
+    doc = {"settings": settings, "runs": results, "groups": groups}
+    if len(groups) == 1:
+        doc["summary"] = groups[0]["summary"]
+    doc = json.loads(json.dumps(doc, default=float), parse_constant=lambda _: None)
     (out_dir / "results.json").write_text(json.dumps(doc, indent=2) + "\n")
     with (out_dir / "per_run.csv").open("w", newline="") as f:
         writer = csv.writer(f)
@@ -184,10 +190,34 @@ def write_results(out_dir: Path, results: list[dict], summary: dict, settings: d
                                  r["cvar"]["cvar_solved_rate"], "", "", ""])
     with (out_dir / "summary.csv").open("w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["maze", "metric", "mean", "ci_low", "ci_high", "n"])
-        for name, metrics in summary.items():
-            for k, s in metrics.items():
-                writer.writerow([name, k, clean(s["mean"]), clean(s["ci_low"]), clean(s["ci_high"]), s["n"]])
+        writer.writerow(["group", "maze", "metric", "mean", "ci_low", "ci_high", "n"])
+        for g in groups:
+            for name, metrics in g["summary"].items():
+                for k, s in metrics.items():
+                    writer.writerow([g["label"], name, k, clean(s["mean"]), clean(s["ci_low"]), clean(s["ci_high"]),
+                                     s["n"]])
+
+
+def check_writable(out_dir: Path) -> None:
+    """Fail before any evaluation work when `--out` cannot be written."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        probe = out_dir / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise EvaluateError(f"cannot write to --out {out_dir}: {e.strerror or e}") from None
+
+
+def group_results(results: list[dict], policies: list[Policy], mazes, pool: bool) -> list[dict]:
+    """The results split by experiment (runs whose configs differ only in bookkeeping options and
+    seeds), each with its own summary; one pooled group with `pool`."""
+    if pool:
+        found = [("all runs (pooled)", list(range(len(results))))]
+    else:
+        found = experiment_groups([p.cfg.options() for p in policies], [p.run for p in policies])
+    return [{"label": label, "runs": [f"{results[i]['run']}/seed{results[i]['seed']}" for i in members],
+             "summary": summarize([results[i] for i in members], mazes)} for label, members in found]
 
 
 def print_table(summary: dict, mazes) -> None:
@@ -241,6 +271,9 @@ class EvaluateConfig:
     """Env steps between early-stopping checks."""
     max_envs: int = 4096
     """Most envs per compiled batch (sampled levels)."""
+    pool: bool = False
+    """Pool every run into one confidence interval even where their configs differ (by default each
+    experiment, runs whose configs differ only in seeds and bookkeeping options, gets its own)."""
 
     def __post_init__(self):
         if not self.runs:
@@ -269,6 +302,7 @@ def evaluate(args: EvaluateConfig) -> dict:
     mazes = load_mazes(args.suite, list(args.levels))
     policies = [p for run in args.runs for p in load_policies(run, args.checkpoint)]
     out_dir = Path(args.out)
+    check_writable(out_dir)
     results = []
     evaluate_policy = PolicyEvaluator(args)
     for policy in policies:
@@ -276,11 +310,14 @@ def evaluate(args: EvaluateConfig) -> dict:
         results.append(evaluate_policy(policy, mazes, out_dir))
         print(f"evaluated {policy.run} seed {policy.seed} at update {policy.step}{f' ({policy.agent})' if policy.agent else ''} "
               f"in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
-    summary = summarize(results, mazes)
-    settings = dataclasses.asdict(args)
-    write_results(out_dir, results, summary, settings)
-    print_table(summary, mazes)
-    return {"runs": results, "summary": summary}
+    groups = group_results(results, policies, mazes, args.pool)
+    write_results(out_dir, results, groups, dataclasses.asdict(args))
+    for g in groups:
+        if len(groups) > 1:
+            print(f"\n{g['label']}: {', '.join(g['runs'])}")
+        print_table(g["summary"], mazes)
+    out = {"runs": results, "groups": groups}
+    return out | ({"summary": groups[0]["summary"]} if len(groups) == 1 else {})
 
 
 def main(argv: list[str] | None = None) -> None:

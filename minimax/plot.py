@@ -6,10 +6,13 @@ them into one PNG of learning curves, with no W&B account and no project classes
 are read as plain JSON), so it works on logs copied off any machine.
 
 Runs (and the seeds inside a multi-seed run) whose configs agree on everything but
-bookkeeping keys (`IGNORED_KEYS`) form one group: one colour, a thin line per seed and a
-thick line for the mean across seeds. The mean is taken only at x values present in every
-seed of the group (the intersection of their grids, no interpolation), so it never mixes
-in a value a seed did not log; thin seed lines still show each seed's full series.
+bookkeeping keys (`BOOKKEEPING_OPTIONS`) form one group: one colour, a thin line per seed and a
+thick line for the mean across seeds. Seeds of the PLR family log at env-step counts that
+never coincide (a cycle with or without a gradient update, new or replayed levels), so the
+mean is taken on the union of the seeds' x values inside the range every seed covers, each
+seed linearly interpolated there; where all seeds share their x values (DR, or `--x update`)
+that is exactly their common grid, with nothing interpolated. Thin seed lines show each
+seed's own series.
 
     python -m minimax.plot runs/dr runs/plr --out curves.png --x env_steps
     python -m minimax.plot runs/plr --metrics eval/mean_solved_rate,buffer/weighted_score
@@ -30,14 +33,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
+from minimax.config import experiment_groups, experiment_options  # noqa: E402
 from minimax.run_logs import parse_row  # noqa: E402
 
-# Config keys that do not change what is trained: runs differing only in these are seeds of one curve.
-IGNORED_KEYS = frozenset({
-    "seed", "seeds", "num_seeds", "run_name", "out_dir", "resume", "overwrite", "num_updates",
-    "progress", "wandb", "wandb_project", "keep_checkpoints", "checkpoint_every", "eval_every",
-    "preset", "devices",
-})
 X_KEYS = ("env_steps", "update")
 SUITE_KEYS = ("eval/mean_solved_rate", "eval/mean_return")
 TRAIN_KEYS = ("train/return", "train/solved_rate")
@@ -45,7 +43,6 @@ BUFFER_KEYS = ("buffer/weighted_score", "buffer/mean_score", "buffer/fill_ratio"
                "buffer/mean_staleness", "replay_fraction")
 _MAZE_STATS = ("solved_rate", "return")
 _UNIT_RANGE = ("solved_rate", "fill_ratio", "replay_fraction")
-_MISSING = "<unset>"
 
 
 class PlotError(Exception):
@@ -72,7 +69,7 @@ class Run:
 
 @dataclass
 class Group:
-    """Runs sharing a config up to `IGNORED_KEYS`: one colour, one mean curve."""
+    """Runs sharing a config up to `BOOKKEEPING_OPTIONS`: one colour, one mean curve."""
 
     label: str
     method: str
@@ -135,35 +132,15 @@ def load_run(run_dir) -> Run:
     return Run(name=path.resolve().name, path=path, config=config, seeds=dict(sorted(seeds.items())))
 
 
-def _key_config(config: dict) -> dict:
-    return {k: v for k, v in config.items() if k not in IGNORED_KEYS}
-
-
-def _fmt(v) -> str:
-    return v if isinstance(v, str) else json.dumps(v)
-
-
 def group_runs(runs: list[Run]) -> list[Group]:
-    """Group runs whose configs agree up to `IGNORED_KEYS`, in first-seen order, and label them."""
-    groups: dict[str, Group] = {}
-    for run in runs:
-        cfg = _key_config(run.config)
-        key = json.dumps(cfg, sort_keys=True, default=str)
-        if key not in groups:
-            method = str(run.config.get("method") or run.config.get("preset") or run.name)
-            groups[key] = Group(label=method, method=method, config=cfg, runs=[])
-        groups[key].runs.append(run)
-    out = list(groups.values())
-    for method in {g.method for g in out}:
-        same = [g for g in out if g.method == method]
-        if len(same) < 2:
-            continue
-        keys = sorted({k for g in same for k in g.config})
-        differing = [k for k in keys
-                     if len({json.dumps(g.config.get(k, _MISSING), default=str) for g in same}) > 1]
-        for g in same:
-            parts = [f"{k}={_fmt(g.config.get(k, _MISSING))}" for k in differing[:3]]
-            g.label = f"{method} ({', '.join(parts)}{', …' if len(differing) > 3 else ''})"
+    """Group runs of one experiment (configs equal up to `BOOKKEEPING_OPTIONS`), in first-seen
+    order, labelled by method and the options that tell a method's groups apart."""
+    out = []
+    for label, members in experiment_groups([r.config for r in runs], [r.name for r in runs]):
+        first = runs[members[0]]
+        method = str(first.config.get("method") or first.config.get("preset") or first.name)
+        out.append(Group(label=label, method=method, config=experiment_options(first.config),
+                         runs=[runs[i] for i in members]))
     return out
 
 
@@ -188,17 +165,17 @@ def group_series(group: Group, key: str, x: str = "env_steps"):
     """(x, per_seed, mean) for `key` against `x`.
 
     `per_seed` is a list of (x, y) arrays, one per seed with data; `mean` is the across-seed
-    mean on `x`, the values of x present in every such seed (empty when they share none).
+    mean on `x`: every seed's x value inside the range all seeds cover, each seed linearly
+    interpolated between its own points (empty when the ranges do not overlap).
     """
     per_seed = [s for s in (_series(rows, key, x) for _, rows in group.seeds) if len(s[0])]
     if not per_seed:
         return np.array([]), [], np.array([])
-    common = per_seed[0][0]
-    for xs, _ in per_seed[1:]:
-        common = np.intersect1d(common, xs)
-    stacked = np.stack([ys[np.searchsorted(xs, common)] for xs, ys in per_seed]) if len(common) else None
-    mean = stacked.mean(axis=0) if stacked is not None else np.array([])
-    return common, per_seed, mean
+    low, high = max(xs[0] for xs, _ in per_seed), min(xs[-1] for xs, _ in per_seed)
+    grid = np.unique(np.concatenate([xs for xs, _ in per_seed]))
+    grid = grid[(grid >= low) & (grid <= high)]
+    mean = np.stack([np.interp(grid, xs, ys) for xs, ys in per_seed]).mean(axis=0) if len(grid) else np.array([])
+    return grid, per_seed, mean
 
 
 def _has_data(runs: list[Run], key: str, x: str) -> bool:

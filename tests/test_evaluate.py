@@ -197,6 +197,32 @@ def test_evaluate_command_end_to_end(run_dirs, tmp_path, capsys):
     assert "suite mean" in capsys.readouterr().out
 
 
+def test_runs_of_different_configs_are_not_pooled_unless_asked(run_dirs, tmp_path, capsys):
+    other = make_run(tmp_path, "other-lr", 0, lr=1e-3)
+    args = [str(run_dirs / "r0"), str(run_dirs / "r1"), str(other), "--suite", "SixteenRooms", "--episodes", "2"]
+    evaluate_main([*args, "--out", str(tmp_path / "grouped")])
+    doc = json.loads((tmp_path / "grouped" / "results.json").read_text())
+    assert [(g["label"], g["runs"]) for g in doc["groups"]] == [("dr (lr=0.0001)", ["r0/seed0", "r1/seed1"]),
+                                                                 ("dr (lr=0.001)", ["other-lr/seed0"])]
+    assert [g["summary"]["suite_mean"]["solved_rate"]["n"] for g in doc["groups"]] == [2, 1]
+    assert "summary" not in doc  # no single interval over two experiments
+    assert "dr (lr=0.001): other-lr/seed0" in capsys.readouterr().out
+    summary_csv = (tmp_path / "grouped" / "summary.csv").read_text().splitlines()
+    assert summary_csv[0].startswith("group,maze") and any(line.startswith("dr (lr=0.001),") for line in summary_csv)
+    evaluate_main([*args, "--pool", "--out", str(tmp_path / "pooled")])
+    doc = json.loads((tmp_path / "pooled" / "results.json").read_text())
+    assert len(doc["groups"]) == 1 and doc["summary"]["suite_mean"]["solved_rate"]["n"] == 3
+
+
+def test_an_unwritable_out_fails_before_evaluating(run_dirs, tmp_path, capsys):
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate_main([str(run_dirs / "r0"), "--suite", "SixteenRooms", "--out", str(tmp_path / "a-file" / "out")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.startswith(f"error: cannot write to --out {tmp_path}/a-file/out")
+    assert "evaluated" not in err and err.count("\n") == 1
+
+
 @pytest.mark.parametrize("args, message", [
     (["{tmp}/nope"], "no run directory"),
     (["{tmp}/empty"], "is not a run directory (no config.json)"),

@@ -66,6 +66,22 @@ def test_mean_is_numpy_mean_on_common_x(tmp_path):
     np.testing.assert_allclose(mean, [1.3, 1.3])
 
 
+def test_seeds_logged_at_different_env_steps_get_an_interpolated_mean(tmp_path):
+    """PLR-family seeds log at env-step counts that never coincide: the mean line is still drawn,
+    on the union of their x values inside the range both cover, each seed interpolated there."""
+    a = write_run(tmp_path, "s0", [row(u) | {"env_steps": 10 * u, "train/return": float(u)} for u in range(4)],
+                  seed=0)  # x 0, 10, 20, 30
+    b = write_run(tmp_path, "s1", [row(u) | {"env_steps": 10 * u + 5, "train/return": 3.0} for u in range(3)],
+                  seed=1)  # x 5, 15, 25
+    (group,) = group_runs([load_run(a), load_run(b)])
+    x, _, mean = group_series(group, "train/return", "env_steps")
+    np.testing.assert_array_equal(x, [5, 10, 15, 20, 25])
+    np.testing.assert_allclose(mean, (np.array([0.5, 1.0, 1.5, 2.0, 2.5]) + 3.0) / 2)
+    x, _, mean = group_series(group, "eval/mean_return", "env_steps")  # evaluated at 0, 20 and 5, 25
+    np.testing.assert_array_equal(x, [5, 20])
+    np.testing.assert_allclose(mean, [0.3, 0.3])
+
+
 def test_multi_seed_rows_and_mean_rows_skipped(tmp_path):
     rows = []
     for u in range(4):
