@@ -9,9 +9,13 @@ are passed through as they are; the builder only adds what is derived from the w
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 
 from minimax.agents.ppo import PPOConfig
-from minimax.config import TrainConfig
+from minimax.config import TEACHER_METHODS, ConfigError, TrainConfig
+from minimax.curricula.training_set import LevelSet
+from minimax.envs.maze.level import InvalidLevelError
+from minimax.envs.maze.ood import load_level_file
 from minimax.devices import DeviceLayout, plan_layout
 from minimax.envs.maze import AMaze, MazeParams, level_layout, make_dr_generator, make_empty_generator
 from minimax.envs.maze.teacher import MazeTeacher, TeacherParams
@@ -61,9 +65,46 @@ def ppo_config(cfg: TrainConfig) -> PPOConfig:
 
 def level_generator(cfg: TrainConfig):
     e = cfg.env
+    if e.train_level_file:
+        return load_training_levels(cfg)
     if e.n_walls == 0:
         return make_empty_generator(e.maze_height, e.maze_width)
     return make_dr_generator(e.maze_height, e.maze_width, n_walls=e.n_walls)
+
+
+def load_training_levels(cfg: TrainConfig) -> LevelSet:
+    """The levels of `--train-level-file`, checked to be fixed levels of the training size."""
+    path, e = cfg.env.train_level_file, cfg.env
+    try:
+        mazes = load_level_file(path)
+    except (ValueError, InvalidLevelError) as err:
+        raise ConfigError(f"--train-level-file: {err}") from None
+    for m in mazes:
+        if not m.is_fixed:
+            raise ConfigError(f"--train-level-file {path}: {m.name!r} is a procedural maze, not a fixed level")
+        if (m.height, m.width) != (e.maze_height, e.maze_width):
+            raise ConfigError(f"--train-level-file {path}: level {m.name!r} is {m.height}x{m.width}, the training "
+                              f"mazes are --maze-height x --maze-width = {e.maze_height}x{e.maze_width}")
+    return LevelSet(jax.tree.map(lambda *x: jnp.stack(x), *[m.fixed_level for m in mazes]))
+
+
+def with_level_file(cfg: TrainConfig) -> tuple[TrainConfig, LevelSet | None]:
+    """`cfg` for the runner, with `--train-level-file`'s levels: the PLR family's finite training
+    set is then the file's levels (`train_levels` = their number)."""
+    if not cfg.env.train_level_file:
+        return cfg, None
+    levels = load_training_levels(cfg)
+    if cfg.method in TEACHER_METHODS:
+        raise ConfigError(f"--train-level-file cannot be used with {cfg.method}: its teacher designs the levels")
+    if cfg.method == "dr":
+        return cfg, levels
+    if cfg.curriculum.train_levels not in (0, levels.size):
+        raise ConfigError(f"--train-levels ({cfg.curriculum.train_levels}) and --train-level-file "
+                          f"({levels.size} levels) disagree: give one of them")
+    try:
+        return cfg.replace(train_levels=levels.size), levels
+    except ConfigError as err:
+        raise ConfigError(f"--train-level-file {cfg.env.train_level_file} holds {levels.size} levels: {err}") from None
 
 
 def teacher_params(cfg: TrainConfig) -> TeacherParams:
@@ -85,14 +126,15 @@ def make_teacher_model(cfg: TrainConfig) -> MazeTeacherActorCritic:
 def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD):
     """The runner of `cfg` for one seed; `shard`: its device's part of a data-parallel mesh."""
     runner = RUNNERS[cfg.method]
+    cfg, levels = with_level_file(cfg)
     if runner is PAIREDRunner:
         students = ppo_config(cfg)
         return PAIREDRunner(make_env(cfg), env_params(cfg), MazeTeacher(), teacher_params(cfg), make_model(cfg),
                             make_teacher_model(cfg), students, cfg.teacher.ppo(students, cfg.num_updates), cfg.num_envs,
                             cfg.num_steps, n_students=cfg.teacher.students_for(cfg.method),
                             score=cfg.teacher.score_for(cfg.method), level_metrics=env_metrics, shard=shard)
-    args = (make_env(cfg), env_params(cfg), level_generator(cfg), make_model(cfg), ppo_config(cfg), cfg.num_envs,
-            cfg.num_steps)
+    generator = levels if levels is not None else level_generator(cfg)
+    args = (make_env(cfg), env_params(cfg), generator, make_model(cfg), ppo_config(cfg), cfg.num_envs, cfg.num_steps)
     if runner is DRRunner:
         return DRRunner(*args, shard=shard, restart_each_update=cfg.env.dr_restart_each_update)
     mutator = make_mutator(cfg.env.mutator, cfg.curriculum.n_mutations) if runner.mutates else None

@@ -14,6 +14,7 @@ Typed PRNG keys are stored as their raw `uint32` key data and re-wrapped on rest
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import jax
@@ -46,6 +47,31 @@ def _abstract_storable(abstract_tree):
     return jax.tree.map(convert, abstract_tree)
 
 
+def _quiet_closed_loop_callbacks() -> None:
+    """After a failed restore, the reads Orbax still had in flight finish on a closed event loop, and
+    each of their callbacks prints an 'Event loop is closed' traceback through
+    `sys.unraisablehook`: dozens of lines of noise after the one error that matters. Drop exactly
+    those (installed once, for the rest of the process); every other unraisable goes on as before."""
+    previous = sys.unraisablehook
+    if getattr(previous, "_drops_closed_loop", False):
+        return
+
+    def hook(unraisable):
+        e = unraisable.exc_value
+        if isinstance(e, RuntimeError) and str(e) == "Event loop is closed":
+            return
+        previous(unraisable)
+
+    hook._drops_closed_loop = True
+    sys.unraisablehook = hook
+
+
+def _first_line(e: Exception, limit: int = 300) -> str:
+    line = str(e).splitlines()[0] if str(e) else ""
+    line = line.split(" [tensorstore_spec=")[0]  # the full storage spec: noise to a user
+    return f"{type(e).__name__}: {line if len(line) <= limit else line[:limit] + '…'}"
+
+
 def _from_storable(tree, abstract_tree):
     # Keys are made with the default implementation (threefry unless configured otherwise).
     return jax.tree.map(lambda x, a: jax.random.wrap_key_data(x) if _is_key(a) else x, tree, abstract_tree)
@@ -67,8 +93,7 @@ class Checkpointer:
                 state=ocp.args.StandardSave(_to_storable(state)), meta=ocp.args.JsonSave(meta)), force=True)
             self._manager.wait_until_finished()
         except Exception as e:  # noqa: BLE001 (orbax wraps file-system errors in many types)
-            raise CheckpointError(f"cannot write checkpoint {self.directory / str(step)}: "
-                                  f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
+            raise CheckpointError(f"cannot write checkpoint {self.directory / str(step)}: {_first_line(e)}") from e
 
     def set_aside(self, step: int, where) -> Path:
         """Move checkpoint `step` (found corrupt) out of the way into the folder `where`, keeping
@@ -96,12 +121,13 @@ class Checkpointer:
         if step is None or step not in self.steps():
             raise CheckpointError(f"no checkpoint for update {step} in {self.directory} (have {self.steps()})")
         where = self.directory / str(step)
+        _quiet_closed_loop_callbacks()
         try:
             restored = self._manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore()))
             params = restored["state"]["train_state"]["params"]
         except Exception as e:  # noqa: BLE001 (orbax raises many types)
             raise CheckpointError(f"checkpoint {where} is corrupt or holds no policy parameters: "
-                                  f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
+                                  f"{_first_line(e)}") from e
         return jax.tree.map(np.asarray, params), step
 
     def restore(self, abstract_state, step: int | None = None):
@@ -112,12 +138,13 @@ class Checkpointer:
             raise CheckpointError(f"no checkpoint for step {step} in {self.directory} (have {self.steps()})")
         where = self.directory / str(step)
         target = _abstract_storable(abstract_state)
+        _quiet_closed_loop_callbacks()
         try:
             restored = self._manager.restore(step, args=ocp.args.Composite(
                 state=ocp.args.StandardRestore(target), meta=ocp.args.JsonRestore()))
         except Exception as e:  # orbax raises many types; all mean "cannot use this checkpoint"
             raise CheckpointError(f"checkpoint {where} is corrupt or does not match this config: "
-                                  f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
+                                  f"{_first_line(e)}") from e
         state, meta = restored["state"], restored["meta"]
         _check_matches(state, target, where)
         return _from_storable(state, abstract_state), dict(meta or {})

@@ -60,6 +60,9 @@ class EnvConfig:
     dr_restart_each_update: bool = False
     """DR: start every env on a fresh level at each update, dropping the episodes in progress and keeping the
     recurrent carry, as the minimax release's DR does (for side-by-side comparisons; default: episodes continue)."""
+    train_level_file: str = ""
+    """Train on the levels of this text file (evaluate.py's --levels format) instead of generated ones: DR
+    draws uniformly among them, the PLR family uses them as its finite training set (as --train-levels)."""
     mutator: Literal[tuple(MUTATORS)] = "minimax"
     """ACCEL edit: minimax (nothing / flip a wall / move the goal) or four_edit (add, remove wall, move agent, goal)."""
 

@@ -123,7 +123,7 @@ class PolicyEvaluator:
         return self._runners[key]
 
     def generator(self, cfg: TrainConfig):
-        key = (cfg.env.maze_height, cfg.env.maze_width, cfg.env.n_walls)
+        key = (cfg.env.maze_height, cfg.env.maze_width, cfg.env.n_walls, cfg.env.train_level_file)
         return self._generators.setdefault(key, level_generator(cfg))  # one object: its program is reused
 
     def __call__(self, policy: Policy, mazes, out_dir: Path) -> dict:

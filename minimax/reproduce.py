@@ -363,12 +363,16 @@ def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     from minimax.devices import DeviceError  # noqa: PLC0415
     from minimax.evaluate import EvaluateError  # noqa: PLC0415
+    from minimax.stop_signals import RunStopped  # noqa: PLC0415
     from minimax.train import RunError  # noqa: PLC0415
 
     rc = tyro.cli(ReproduceConfig, args=argv, prog="python -m minimax.reproduce",
                   description=ReproduceConfig.__doc__)
     try:
         finished = Reproduction(rc).run()
+    except RunStopped as e:  # SIGTERM / SIGINT: the method in training saved a checkpoint
+        print(f"{e}\n(or rerun this reproduce command to continue every method)", file=sys.stderr)
+        raise SystemExit(e.exit_status) from None
     except (ReproduceError, ConfigError, RunError, CheckpointError, EvaluateError, DeviceError) as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -310,9 +310,10 @@ def _train(cfg: TrainConfig, runner, layout: DeviceLayout, run_dir: Path, lead: 
             if (cfg.checkpoint_every and update % cfg.checkpoint_every == 0) or final or signum:
                 counts = (lambda a: a.tolist()) if layout.multi_seed else (lambda a: int(a[0]))
                 checkpoints.save(update, state, {"update": update, **{k: counts(v) for k, v in counters.items()}})
+                asked_to_stop = on_checkpoint is not None and on_checkpoint(update)
                 if signum and not final:
                     raise RunStopped(_stopped_message(cfg, signum, update, checkpoints), update, signum)
-                if on_checkpoint is not None and on_checkpoint(update) and not final:
+                if asked_to_stop and not final:
                     break
             progress.advance(update, int(counters["env_steps"].sum()), row["sps"], row.get("train/return"))
     except OSError as e:  # the run directory became unwritable, the disk filled up...

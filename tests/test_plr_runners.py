@@ -369,3 +369,62 @@ def test_mutation_methods_reject_a_finite_training_set():
     for method in ("accel", "parallel_accel"):
         with pytest.raises(ConfigError, match=rf"--train-levels \(8\) cannot be used with {method}"):
             small(method, train_levels=8, buffer_size=16)
+
+
+def write_level_file(path, n: int, size: int = 5, seed: int = 3):
+    """`n` distinct generated levels of `size` in the text format evaluate.py reads; their layouts."""
+    from minimax.envs.maze import make_dr_generator  # noqa: PLC0415
+
+    generator = make_dr_generator(size, size, n_walls=3)
+    levels, seen = [], set()
+    for i in range(10 * n):
+        level = jax.tree.map(np.asarray, generator(jax.random.key(seed * 1000 + i)))
+        if tuple(np.asarray(level_hash(level))) not in seen:
+            seen.add(tuple(np.asarray(level_hash(level))))
+            levels.append(level)
+        if len(levels) == n:
+            break
+    path.write_text("\n\n".join(level_from_arrays(lv).to_text() for lv in levels) + "\n")
+    return seen
+
+
+def level_from_arrays(level):
+    from minimax.envs.maze.level import Level  # noqa: PLC0415
+
+    return Level(**{f: jnp.asarray(getattr(level, f)) for f in level.__dataclass_fields__})
+
+
+def test_training_on_a_level_file_dr_and_plr(tmp_path):
+    """--train-level-file: DR plays only the file's levels, uniformly; the PLR family uses them as
+    its finite training set, so its buffer only ever holds them."""
+    hashes = write_level_file(tmp_path / "mine.txt", 6)
+    dr = build_runner(small("dr", train_level_file=str(tmp_path / "mine.txt")))
+    drawn = np.asarray(jax.jit(jax.vmap(lambda k: level_hash(dr.auto_reset.generator(k))))(
+        jax.random.split(jax.random.key(0), 1200)))
+    counts = {h: 0 for h in hashes}
+    for h in map(tuple, drawn):
+        counts[h] += 1  # a KeyError here: a level not in the file
+    assert all(abs(c - 200) < 5 * np.sqrt(200 * 5 / 6) for c in counts.values()), counts
+
+    plr = build_runner(small("robust_plr", buffer_size=8, min_fill_ratio=0.5,
+                             train_level_file=str(tmp_path / "mine.txt")))
+    assert plr.cur.train_levels == 6
+    state, _ = jax.jit(lambda s: jax.lax.scan(lambda s, _: plr.step(s), s, None, length=4))(
+        plr.init(jax.random.key(1)))
+    stored = np.asarray(jax.vmap(level_hash)(state.buffer.levels))[np.asarray(state.buffer.filled)]
+    assert len(stored) > 0 and {tuple(h) for h in stored} <= hashes
+    assert int(state.training_set.seen.sum()) == len(stored)
+
+
+def test_bad_level_files_for_training_are_clear_errors(tmp_path):
+    write_level_file(tmp_path / "five.txt", 3)
+    with pytest.raises(ConfigError, match=r"level 'five-0' is 5x5, the training mazes .* 7x7"):
+        build_runner(small("dr", maze_height=7, maze_width=7, train_level_file=str(tmp_path / "five.txt")))
+    with pytest.raises(ConfigError, match=r"holds 3 levels: --train-levels \(3\) cannot be used with accel"):
+        build_runner(small("accel", train_level_file=str(tmp_path / "five.txt")))
+    with pytest.raises(ConfigError, match="--train-levels \\(4\\) and --train-level-file \\(3 levels\\) disagree"):
+        build_runner(small("robust_plr", train_levels=4, train_level_file=str(tmp_path / "five.txt")))
+    with pytest.raises(ConfigError, match="cannot be used with paired"):
+        build_runner(small("paired", teacher_n_walls=10, train_level_file=str(tmp_path / "five.txt")))
+    with pytest.raises(ConfigError, match="--train-level-file: cannot read level file"):
+        build_runner(small("dr", train_level_file=str(tmp_path / "missing.txt")))

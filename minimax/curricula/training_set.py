@@ -1,12 +1,15 @@
 """A finite training set of levels, as in the PLR paper (Procgen's `num_levels`).
 
 Level seed `i` names the level `generator(fold_in(key(LEVEL_SET_KEY), i))`, the same in
-every run and for every method, so "train on 200 levels" means the same 200 levels. New
+every run and for every method, so "train on 200 levels" means the same 200 levels; with a
+`LevelSet` (the user's own levels, `--train-level-file`) seed `i` is its level `i`. New
 levels are drawn uniformly from the seeds not yet seen; the chance to replay is either
 fixed or the fraction of seeds seen so far (the paper's two replay schedules).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -31,8 +34,28 @@ def init_training_set(num_levels: int) -> TrainingSet:
     return TrainingSet(seen=jnp.zeros((int(num_levels),), bool))
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class LevelSet:
+    """A fixed list of levels used as a generator: `level_set(key)` is one of them, uniformly
+    (what DR trains on), `level_set.level(i)` the i-th (a finite training set's seed `i`)."""
+
+    levels: object  # a Level pytree with a leading axis of `size`
+
+    @property
+    def size(self) -> int:
+        return int(jax.tree.leaves(self.levels)[0].shape[0])
+
+    def level(self, i):
+        return jax.tree.map(lambda x: x[i], self.levels)
+
+    def __call__(self, key):
+        return self.level(jax.random.randint(key, (), 0, self.size))
+
+
 def level_from_seed(generator, seed):
     """The level a seed names (deterministic)."""
+    if isinstance(generator, LevelSet):
+        return generator.level(seed)
     return generator(jax.random.fold_in(jax.random.key(LEVEL_SET_KEY), seed))
 
 
