@@ -5,6 +5,7 @@ tests/test_train.py (same programs: the compilation cache shares them)."""
 import json
 import math
 import os
+import pathlib
 import shutil
 import signal
 import subprocess
@@ -50,8 +51,9 @@ def test_sigterm_finishes_the_chunk_saves_a_checkpoint_and_resumes_exactly(refer
     seen = {}
 
     def on_checkpoint(update):  # pre-emption right after the checkpoint of update 10
-        os.kill(os.getpid(), signal.SIGTERM)
-        seen["second signal"] = signal.getsignal(signal.SIGTERM)
+        if update == 10:
+            os.kill(os.getpid(), signal.SIGTERM)
+            seen["second signal"] = signal.getsignal(signal.SIGTERM)
         return False
 
     with pytest.raises(RunStopped, match=r"(?s)SIGTERM at update 15 .*--resume") as stopped:
@@ -103,6 +105,7 @@ def test_a_damaged_latest_checkpoint_falls_back_to_the_newest_intact_one(referen
     err = capfd.readouterr().err
     assert "skipped checkpoint 20" in err and "resuming from the newest intact checkpoint, update 10" in err
     assert "Event loop is closed" not in err and "Traceback" not in err
+    assert f"evaluate it with: python evaluate.py {cfg.run_dir}" in err  # the end of a finished run
     assert (cfg.run_dir / "corrupt-checkpoints" / "20").is_dir()  # kept for inspection, out of the way
     assert Checkpointer(cfg.run_dir / "checkpoints").steps() == [10, 20]
     assert without_timing(read_rows(cfg.run_dir)) == without_timing(read_rows(reference.run_dir))
@@ -194,6 +197,19 @@ def test_file_system_faults_are_one_line_errors_naming_the_path(reference, tmp_p
     blocker.write_text("")
     with pytest.raises(RunError, match=f"cannot create run directory {blocker}/x"):
         train(reference.replace(out_dir=str(blocker), run_name="x"))
+    # A read-only run to resume (simulated: the tests may run as root, whom permissions do not stop).
+    shutil.copytree(reference.run_dir, tmp_path / "ro" / "reference")
+    real_open = pathlib.Path.open
+
+    def read_only_open(self, mode="r", *args, **kwargs):
+        if "ro" in self.parts and any(c in mode for c in "wa+"):
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, mode, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(pathlib.Path, "open", read_only_open)
+        with pytest.raises(RunError, match=f"cannot write to run directory {tmp_path}/ro/reference: Permission denied"):
+            train(reference.replace(out_dir=str(tmp_path / "ro"), resume=True, num_updates=25))
     # The run directory becomes unwritable after the first chunk.
     calls = []
 
