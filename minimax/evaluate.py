@@ -80,6 +80,9 @@ def load_policies(run_dir, step: int | None = None) -> list[Policy]:
         params, step = checkpoints.restore_params(step)
     except CheckpointError as e:
         raise EvaluateError(str(e)) from None
+    if not all(np.isfinite(x).all() for x in jax.tree.leaves(params) if np.issubdtype(x.dtype, np.inexact)):
+        raise EvaluateError(f"{run_dir}: checkpoint {step} holds NaN or infinite parameters (its training "
+                            f"diverged); evaluate an earlier one with --checkpoint")
     seeds = cfg.seed_list
     params = evaluated_params(cfg, params, len(seeds) > 1)  # PAIRED and relatives: the protagonist
     if len(seeds) == 1:

@@ -138,8 +138,9 @@ TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_acti
             num_envs=8, num_steps=16, progress=False)
 
 
-def make_run(out_dir, name, seed, **overrides):
-    """A run directory with a config and an initial checkpoint, as train.py would leave it."""
+def make_run(out_dir, name, seed, diverged=False, **overrides):
+    """A run directory with a config and an initial checkpoint, as train.py would leave it (with
+    `diverged`, as a diverged run of an older version left it: NaN parameters)."""
     from minimax.build import build_runner  # noqa: PLC0415
 
     cfg = TrainConfig.from_options(**{**TINY, "out_dir": str(out_dir), "run_name": name, "seed": seed, **overrides})
@@ -151,6 +152,9 @@ def make_run(out_dir, name, seed, **overrides):
         state = runner.init(jax.random.key(seed))
     else:
         state = jax.vmap(runner.init)(jax.random.split(jax.random.key(seed), len(seeds)))
+    if diverged:
+        params = jax.tree.map(lambda x: x * float("nan"), state.train_state.params)
+        state = state.replace(train_state=state.train_state.replace(params=params))
     Checkpointer(cfg.run_dir / "checkpoints").save(7, state, {"update": 7, "cycles": 7, "env_steps": 0})
     return cfg.run_dir
 
@@ -166,6 +170,7 @@ def run_dirs(tmp_path_factory):
     fresh.run_dir.mkdir()
     fresh.save(fresh.run_dir / "config.json")
     (tmp / "bad.txt").write_text("A.X\n..G\n")
+    make_run(tmp, "diverged", 0, diverged=True)
     return tmp
 
 
@@ -231,6 +236,7 @@ def test_an_unwritable_out_fails_before_evaluating(run_dirs, tmp_path, capsys):
     (["{tmp}/r0", "--suite", "SixteenRooms,Nope"], "unknown OOD maze 'Nope'"),
     (["{tmp}/r0", "--levels", "{tmp}/bad.txt"], "bad.txt, block 1"),
     (["{tmp}/r0", "--alpha", "0"], "--alpha must be in (0, 1]"),
+    (["{tmp}/diverged"], "checkpoint 7 holds NaN or infinite parameters"),
 ])
 def test_bad_inputs_are_one_line_errors(run_dirs, capsys, args, message):
     with pytest.raises(SystemExit) as exit_info:
