@@ -369,8 +369,8 @@ def experiment_groups(configs: list[dict], names: list[str] | None = None) -> li
     for i, c in enumerate(configs):
         keys.setdefault(json.dumps(experiment_options(c), sort_keys=True, default=str), []).append(i)
     groups = list(keys.values())
-    methods = [str(configs[g[0]].get("method") or configs[g[0]].get("preset") or (names or ["run"] * len(configs))[g[0]])
-               for g in groups]
+    names = names or ["run"] * len(configs)
+    methods = [str(configs[g[0]].get("method") or configs[g[0]].get("preset") or names[g[0]]) for g in groups]
     labels = list(methods)
     for method in set(methods):
         same = [j for j, m in enumerate(methods) if m == method]

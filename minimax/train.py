@@ -36,9 +36,10 @@ from minimax.devices import (DeviceError, DeviceLayout, distribute_init, distrib
                              join_hosts, seed_params, to_host)
 
 # Options a resumed run may change: they do not alter what an update computes.
-RESUME_OVERRIDABLE = {"resume", "num_updates", "out_dir", "run_name", "progress", "wandb", "wandb_project", "keep_checkpoints", "buffer_png",
-                      "eval_every", "checkpoint_every", "overwrite", "preset", "coordinator_address",
-                      "num_processes", "process_id"}
+# Where the run lives (`out_dir`, `run_name`) is not a training option: a moved run resumes.
+RESUME_OVERRIDABLE = {"resume", "num_updates", "out_dir", "run_name", "progress", "wandb", "wandb_project",
+                      "keep_checkpoints", "buffer_png", "eval_every", "checkpoint_every", "overwrite", "preset",
+                      "coordinator_address", "num_processes", "process_id"}
 
 
 class RunError(RuntimeError):
