@@ -3,10 +3,12 @@
 The first signal only raises a flag: the training loop finishes the chunk in flight, logs it,
 writes a checkpoint and stops (`RunStopped`; the command line exits with 128 + the signal's
 number, 143 for SIGTERM and 130 for SIGINT, as a shell reports a process the signal killed).
-At most one chunk of work (`--log-every` updates) is redone by nobody: it is saved. The first
-signal also restores the default action, so a second one stops the process at once, at C
-level, even inside a compile: the checkpoints are written atomically, so what is on disk
-stays intact (the logs past the last checkpoint are dropped by `--resume`).
+The chunk in flight is saved, not lost. Once the first signal has been seen, the default
+action is back, so a second one stops the process at once, at C level, wherever it is (a
+checkpoint write included: Orbax renames a checkpoint into place only when complete, so what
+is on disk stays intact, and `--resume` drops the logs past the last checkpoint). A first
+signal that arrives during a compile is seen when the compile returns (Python cannot run a
+handler inside one), and a second signal in that same compile is merged with it.
 
 Python runs signal handlers only between bytecodes, so the loop waits for a chunk by polling
 (`wait_ready`) rather than blocking inside XLA: the first signal is seen at once and the
