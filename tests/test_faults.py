@@ -21,18 +21,11 @@ from minimax.run_lock import RunLock
 from minimax.run_logs import RunLogger, read_rows
 from minimax.stop_signals import RunStopped
 from minimax.train import RunError, TrainingDiverged, main, parse_config, train
-
-TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_actions=3, recurrent_size=16,
-            num_envs=8, num_steps=16, n_epochs=2, lr=3e-3, num_updates=20, log_every=5, eval_every=0,
-            checkpoint_every=10, eval_episodes=2, progress=False)
-
+from run_helpers import TINY, without_timing
+from run_helpers import tiny as shared_tiny
 
 def tiny(tmp_path, **overrides) -> TrainConfig:
-    return TrainConfig.from_options(**{**TINY, "out_dir": str(tmp_path), **overrides})
-
-
-def without_timing(rows):
-    return [{k: v for k, v in r.items() if k not in ("time_s", "sps")} for r in rows]
+    return shared_tiny(tmp_path, **{"eval_every": 0, **overrides})  # no evaluation: faults only
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +69,7 @@ def test_the_command_line_exits_with_the_signals_status(reference, tmp_path, mon
 
     monkeypatch.setattr(train_module, "log_rows", log_rows_then_interrupt)
     with pytest.raises(SystemExit) as exit_:
-        main(["--out-dir", str(tmp_path), "--run-name", "r", *_flags(TINY)])
+        main(["--out-dir", str(tmp_path), "--run-name", "r", *_flags({**TINY, "eval_every": 0})])
     assert exit_.value.code == 130
     err = capsys.readouterr().err
     assert "received SIGINT" in err and "stopped by SIGINT at update 5" in err and "Traceback" not in err

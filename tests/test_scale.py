@@ -27,6 +27,7 @@ from minimax.config import TrainConfig
 from minimax.evaluate import main as evaluate_main
 from minimax.run_logs import read_rows
 from minimax.train import train
+import run_helpers
 
 pytestmark = pytest.mark.slow
 
@@ -38,9 +39,7 @@ CLI_TINY = ["--maze-height", "5", "--maze-width", "5", "--n-walls", "3", "--max-
 
 
 # tests/test_train.py's config: the single-seed programs are already in the compilation cache.
-TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_actions=3, recurrent_size=16,
-            num_envs=8, num_steps=16, n_epochs=2, lr=3e-3, num_updates=10, log_every=5, eval_every=10,
-            checkpoint_every=5, eval_episodes=2, progress=False)
+TINY = {**run_helpers.TINY, "num_updates": 10, "checkpoint_every": 5}
 COMPARED = ("policy_loss", "value_loss", "entropy", "train/return", "eval/mean_solved_rate", "eval/SixteenRooms/return")
 
 # Logged metrics of two different programs after up to 10 PPO updates (measured differences: up to

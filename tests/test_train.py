@@ -11,20 +11,7 @@ from minimax.config import PRESETS, ConfigError, TrainConfig
 from minimax.run_logs import read_rows
 from minimax.build import build_runner
 from minimax.train import RunError, main, make_chunk, parse_config, train
-
-# One small config shared by these tests, so they compile few programs.
-TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_actions=3, recurrent_size=16,
-            num_envs=8, num_steps=16, n_epochs=2, lr=3e-3, num_updates=20, log_every=5, eval_every=10,
-            checkpoint_every=10, eval_episodes=2, progress=False)
-
-
-def tiny(tmp_path, **overrides) -> TrainConfig:
-    return TrainConfig.from_options(**{**TINY, "out_dir": str(tmp_path), **overrides})
-
-
-def without_timing(rows):
-    return [{k: v for k, v in r.items() if k not in ("time_s", "sps")} for r in rows]
-
+from run_helpers import tiny, without_timing  # one small config shared by the run-level tests
 
 @pytest.fixture(scope="module")
 def reference_run(tmp_path_factory):

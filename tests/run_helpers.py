@@ -1,0 +1,17 @@
+"""The small training config the run-level tests share (tests/test_train.py, test_faults.py,
+test_scale.py), so the suite compiles its programs once (the compilation cache serves the rest)."""
+
+from minimax.config import TrainConfig
+
+TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_actions=3, recurrent_size=16,
+            num_envs=8, num_steps=16, n_epochs=2, lr=3e-3, num_updates=20, log_every=5, eval_every=10,
+            checkpoint_every=10, eval_episodes=2, progress=False)
+
+
+def tiny(tmp_path, **overrides) -> TrainConfig:
+    return TrainConfig.from_options(**{**TINY, "out_dir": str(tmp_path), **overrides})
+
+
+def without_timing(rows):
+    """Log rows without their wall-clock columns (the only ones two identical runs may differ in)."""
+    return [{k: v for k, v in r.items() if k not in ("time_s", "sps")} for r in rows]
