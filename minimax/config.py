@@ -370,7 +370,7 @@ def experiment_groups(configs: list[dict], names: list[str] | None = None) -> li
         keys.setdefault(json.dumps(experiment_options(c), sort_keys=True, default=str), []).append(i)
     groups = list(keys.values())
     names = names or ["run"] * len(configs)
-    methods = [str(configs[g[0]].get("method") or configs[g[0]].get("preset") or names[g[0]]) for g in groups]
+    methods = [experiment_method(configs[g[0]], names[g[0]]) for g in groups]
     labels = list(methods)
     for method in set(methods):
         same = [j for j, m in enumerate(methods) if m == method]
@@ -383,6 +383,11 @@ def experiment_groups(configs: list[dict], names: list[str] | None = None) -> li
             parts = [f"{k}={_show(o.get(k, _UNSET))}" for k in differing[:3]]
             labels[j] = f"{method} ({', '.join(parts)}{', …' if len(differing) > 3 else ''})"
     return list(zip(labels, groups))
+
+
+def experiment_method(config: dict, name: str = "run") -> str:
+    """The method a flat config trains (its preset, or `name`, for configs that lack it)."""
+    return str(config.get("method") or config.get("preset") or name)
 
 
 def _show(v) -> str:

@@ -33,7 +33,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
-from minimax.config import experiment_groups, experiment_options  # noqa: E402
+from minimax.config import experiment_groups, experiment_method, experiment_options  # noqa: E402
 from minimax.run_logs import parse_row  # noqa: E402
 
 X_KEYS = ("env_steps", "update")
@@ -138,8 +138,8 @@ def group_runs(runs: list[Run]) -> list[Group]:
     out = []
     for label, members in experiment_groups([r.config for r in runs], [r.name for r in runs]):
         first = runs[members[0]]
-        method = str(first.config.get("method") or first.config.get("preset") or first.name)
-        out.append(Group(label=label, method=method, config=experiment_options(first.config),
+        out.append(Group(label=label, method=experiment_method(first.config, first.name),
+                         config=experiment_options(first.config),
                          runs=[runs[i] for i in members]))
     return out
 

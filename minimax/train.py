@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -347,19 +348,20 @@ def _diverged_message(diverged, first_update: int, layout: DeviceLayout, checkpo
 
 
 def _stopped_message(cfg: TrainConfig, signum: int, update: int, checkpoints: Checkpointer) -> str:
-    import signal  # noqa: PLC0415
-
     return (f"stopped by {signal.Signals(signum).name} at update {update} of {cfg.num_updates}: checkpoint "
             f"{checkpoints.directory / str(update)} written; continue with:\n"
             f"  python train.py --resume --out-dir {cfg.out_dir} --run-name {cfg.name}")
 
 
 def _short(n: float) -> str:
-    """`n` in at most 6 characters: 950, 12.3k, 4.56M, 1.20G."""
-    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(n) >= size:
+    """`n` in at most 6 characters: 950, 12.3k, 4.56M, 1.2G (a value that rounds up to 1000 of
+    a unit takes the next one: 999,700 is 1M, not 1e+03k)."""
+    if abs(n) < 999.5:
+        return f"{n:.0f}"
+    for unit, size in (("k", 1e3), ("M", 1e6)):
+        if abs(n) / size < 999.5:
             return f"{n / size:.3g}{unit}"
-    return f"{n:.0f}"
+    return f"{n / 1e9:.3g}G"
 
 
 class Progress:
