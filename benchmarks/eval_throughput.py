@@ -4,7 +4,7 @@ Times `EvalRunner` (what `evaluate.py` runs) with the student of a preset (defau
 256) at freshly initialised parameters, on
 
   * mazes: every maze of a suite (default `dcd12`), `--episodes` parallel episodes per maze
-    (`EvalRunner.evaluate_mazes`, one compiled program per maze size and step budget);
+    (`EvalRunner.evaluate_held_out`, one compiled program per maze size and step budget);
   * sampled: `--levels` levels drawn from the preset's training generator, each played
     `--sampled-episodes` times (`EvalRunner.evaluate_sampled`, batches of `--max-envs` envs),
     as `evaluate.py --cvar` does (its `--cvar-episodes` defaults to 10).
@@ -41,8 +41,7 @@ import numpy as np
 
 from minimax.config import PRESETS
 from minimax.envs.maze.ood import get_suite
-from minimax.runners.eval import EvalRunner
-from minimax.build import build_runner, env_params, level_generator, make_env, make_model, obs_options
+from minimax.build import build_runner, env_params, level_generator, make_eval_runner
 
 
 def _loop_steps(lengths: np.ndarray, chunk: int) -> int:
@@ -51,7 +50,7 @@ def _loop_steps(lengths: np.ndarray, chunk: int) -> int:
 
 
 def maze_env_steps(results: dict, mazes, episodes: int, chunk: int) -> int:
-    """Env steps `evaluate_mazes` executed: one batch per (height, width, max_steps) group."""
+    """Env steps `evaluate_held_out` executed: one batch per (height, width, max_steps) group."""
     groups: dict = {}
     for maze in mazes:
         groups.setdefault((maze.height, maze.width, maze.max_steps), []).append(maze.name)
@@ -112,7 +111,6 @@ def main() -> None:
     args = parser.parse_args()
 
     cfg = PRESETS[args.preset]
-    model = make_model(cfg)
     params = jax.jit(build_runner(cfg).init)(jax.random.key(0)).train_state.params
     jax.block_until_ready(params)
     n_params = sum(x.size for x in jax.tree.leaves(params))
@@ -123,9 +121,8 @@ def main() -> None:
     for chunk in args.chunk_steps:
         if args.only in (None, "mazes"):
             mazes = get_suite(args.suite)
-            runner = EvalRunner(make_env(cfg), model, episodes=args.episodes, greedy=args.greedy, chunk_steps=chunk,
-                                max_envs=args.max_envs, **obs_options(cfg))
-            first, times, out = timed(lambda key: runner.evaluate_mazes(key, params, mazes), args.repeats)
+            runner = make_eval_runner(cfg, args.episodes, args.greedy, chunk_steps=chunk, max_envs=args.max_envs)
+            first, times, out = timed(lambda key: runner.evaluate_held_out(key, params, mazes), args.repeats)
             sizes = sorted({(m.height, m.width, m.max_steps) for m in mazes})
             steps = maze_env_steps(out, mazes, args.episodes, chunk)
             solved = float(np.mean([r.solved.mean() for r in out.values()]))
@@ -135,8 +132,7 @@ def main() -> None:
 
         if args.only in (None, "sampled"):
             for episodes in args.sampled_episodes:
-                runner = EvalRunner(make_env(cfg), model, episodes=episodes, greedy=args.greedy, chunk_steps=chunk,
-                                    max_envs=args.max_envs, **obs_options(cfg))
+                runner = make_eval_runner(cfg, episodes, args.greedy, chunk_steps=chunk, max_envs=args.max_envs)
                 generator, ep = level_generator(cfg), env_params(cfg)
                 first, times, out = timed(
                     lambda key: runner.evaluate_sampled(key, params, generator, args.levels, ep), args.repeats)

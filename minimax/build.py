@@ -14,47 +14,31 @@ import jax.numpy as jnp
 from minimax.agents.ppo import PPOConfig
 from minimax.config import TEACHER_METHODS, ConfigError, TrainConfig
 from minimax.curricula.training_set import LevelSet
-from minimax.envs.maze.level import InvalidLevelError
-from minimax.envs.maze.ood import load_level_file
 from minimax.devices import DeviceLayout, plan_layout
-from minimax.envs.maze import AMaze, MazeParams, level_layout, make_dr_generator, make_empty_generator
-from minimax.envs.maze.teacher import MazeTeacher, TeacherParams
-from minimax.envs.maze.mutators import make_mutator
-from minimax.envs.maze.paths import env_metrics
-from minimax.models import MazeActorCritic
-from minimax.models.teacher import MazeTeacherActorCritic
+from minimax.envs.registry import UEDEnv, get_env
 from minimax.parallel import NO_SHARD, Shard
 from minimax.runners import RUNNERS, DRRunner, PAIREDRunner
 from minimax.runners.eval import EvalRunner, SuiteEvaluator
 
 
-def make_env(cfg: TrainConfig) -> AMaze:
+def env_spec(cfg: TrainConfig) -> UEDEnv:
+    """The registered environment of `--env` (`envs/registry.py`): everything env-specific comes from it."""
+    return get_env(cfg.env.env_name)
+
+
+def make_env(cfg: TrainConfig):
     """The environment (its static settings are `env_params`)."""
-    del cfg  # one environment so far; the config will choose once there are several
-    return AMaze()
+    return env_spec(cfg).make_env(cfg.env)
 
 
-def obs_options(cfg: TrainConfig) -> dict:
-    """Observation settings evaluation envs must share with training envs."""
-    e = cfg.env
-    return dict(n_actions=e.n_actions, agent_view_size=e.agent_view_size, normalize_obs=e.normalize_obs)
+def env_params(cfg: TrainConfig):
+    """The training levels' static env params."""
+    return env_spec(cfg).make_params(cfg.env)
 
 
-def env_params(cfg: TrainConfig) -> MazeParams:
-    e = cfg.env
-    return MazeParams(height=e.maze_height, width=e.maze_width, max_steps=e.max_episode_steps, **obs_options(cfg))
-
-
-def make_model(cfg: TrainConfig) -> MazeActorCritic:
-    m = cfg.model
-    return MazeActorCritic(n_actions=cfg.env.n_actions, recurrent_cell=m.recurrent_cell,
-                           recurrent_size=m.recurrent_size, conv_filters=m.conv_filters,
-                           dir_embed_size=m.dir_embed_size, head_hidden=m.head_hidden, **_s5_shape(cfg))
-
-
-def _s5_shape(cfg: TrainConfig) -> dict:
-    m = cfg.model
-    return dict(s5_layers=m.s5_layers, s5_blocks=m.s5_blocks, s5_layernorm=m.s5_layernorm, s5_scan=m.s5_scan)
+def make_model(cfg: TrainConfig):
+    """The student network the environment asks for, with the run's model options."""
+    return env_spec(cfg).make_model(cfg)
 
 
 def ppo_config(cfg: TrainConfig) -> PPOConfig:
@@ -64,28 +48,26 @@ def ppo_config(cfg: TrainConfig) -> PPOConfig:
 
 
 def level_generator(cfg: TrainConfig):
-    e = cfg.env
-    if e.train_level_file:
+    if cfg.env.train_level_file:
         return load_training_levels(cfg)
-    if e.n_walls == 0:
-        return make_empty_generator(e.maze_height, e.maze_width)
-    return make_dr_generator(e.maze_height, e.maze_width, n_walls=e.n_walls)
+    return env_spec(cfg).make_generator(cfg.env)
 
 
 def load_training_levels(cfg: TrainConfig) -> LevelSet:
-    """The levels of `--train-level-file`, checked to be fixed levels of the training size."""
-    path, e = cfg.env.train_level_file, cfg.env
+    """The levels of `--train-level-file`, checked by the environment to be fixed training levels."""
+    path, spec = cfg.env.train_level_file, env_spec(cfg)
+    if spec.load_levels is None:
+        raise ConfigError(f"--train-level-file: --env {spec.name} has no level file format")
     try:
-        mazes = load_level_file(path)
-    except (ValueError, InvalidLevelError) as err:
+        entries = spec.load_levels(path)
+    except ValueError as err:
         raise ConfigError(f"--train-level-file: {err}") from None
-    for m in mazes:
-        if not m.is_fixed:
-            raise ConfigError(f"--train-level-file {path}: {m.name!r} is a procedural maze, not a fixed level")
-        if (m.height, m.width) != (e.maze_height, e.maze_width):
-            raise ConfigError(f"--train-level-file {path}: level {m.name!r} is {m.height}x{m.width}, the training "
-                              f"mazes are --maze-height x --maze-width = {e.maze_height}x{e.maze_width}")
-    return LevelSet(jax.tree.map(lambda *x: jnp.stack(x), *[m.fixed_level for m in mazes]))
+    for entry in entries:
+        problem = spec.check_training_level(entry, cfg.env) if spec.check_training_level else (
+            None if entry.is_fixed else f"{entry.name!r} is not a fixed level")
+        if problem:
+            raise ConfigError(f"--train-level-file {path}: {problem}")
+    return LevelSet(jax.tree.map(lambda *x: jnp.stack(x), *[e.fixed_level for e in entries]))
 
 
 def with_level_file(cfg: TrainConfig) -> tuple[TrainConfig, LevelSet | None]:
@@ -107,39 +89,25 @@ def with_level_file(cfg: TrainConfig) -> tuple[TrainConfig, LevelSet | None]:
         raise ConfigError(f"--train-level-file {cfg.env.train_level_file} holds {levels.size} levels: {err}") from None
 
 
-def teacher_params(cfg: TrainConfig) -> TeacherParams:
-    """The design MDP of the learned-teacher methods (PAIRED and relatives)."""
-    t = cfg.teacher
-    return TeacherParams(height=cfg.env.maze_height, width=cfg.env.maze_width, n_walls=t.teacher_n_walls,
-                         noise_dim=t.teacher_noise_dim, replace_wall_pos=t.teacher_replace_wall_pos,
-                         normalize_obs=cfg.env.normalize_obs)
-
-
-def make_teacher_model(cfg: TrainConfig) -> MazeTeacherActorCritic:
-    t = cfg.teacher
-    return MazeTeacherActorCritic(n_cells=cfg.env.maze_height * cfg.env.maze_width,
-                                  num_steps=teacher_params(cfg).num_steps, conv_filters=t.teacher_conv_filters,
-                                  recurrent_cell=t.teacher_recurrent_cell, recurrent_size=t.teacher_recurrent_size,
-                                  **_s5_shape(cfg))
-
-
 def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD):
     """The runner of `cfg` for one seed; `shard`: its device's part of a data-parallel mesh."""
     runner = RUNNERS[cfg.method]
     cfg, levels = with_level_file(cfg)
+    spec = env_spec(cfg)
     if runner is PAIREDRunner:
-        students = ppo_config(cfg)
-        return PAIREDRunner(make_env(cfg), env_params(cfg), MazeTeacher(), teacher_params(cfg), make_model(cfg),
-                            make_teacher_model(cfg), students, cfg.teacher.ppo(students, cfg.num_updates), cfg.num_envs,
+        students, teacher = ppo_config(cfg), spec.teacher
+        return PAIREDRunner(make_env(cfg), env_params(cfg), teacher.env, teacher.make_params(cfg), make_model(cfg),
+                            teacher.make_model(cfg), students, cfg.teacher.ppo(students, cfg.num_updates), cfg.num_envs,
                             cfg.num_steps, n_students=cfg.teacher.students_for(cfg.method),
-                            score=cfg.teacher.score_for(cfg.method), level_metrics=env_metrics, shard=shard)
+                            score=cfg.teacher.score_for(cfg.method), level_metrics=spec.level_metrics, shard=shard)
     generator = levels if levels is not None else level_generator(cfg)
     args = (make_env(cfg), env_params(cfg), generator, make_model(cfg), ppo_config(cfg), cfg.num_envs, cfg.num_steps)
     if runner is DRRunner:
         return DRRunner(*args, shard=shard, restart_each_update=cfg.env.dr_restart_each_update)
-    mutator = make_mutator(cfg.env.mutator, cfg.curriculum.n_mutations) if runner.mutates else None
-    return runner(*args, buffer=cfg.buffer, curriculum=cfg.curriculum, mutator=mutator, level_metrics=env_metrics,
-                  level_identity=level_layout, shard=shard, global_buffer=cfg.global_buffer)
+    mutator = spec.make_mutator(cfg.env.mutator, cfg.curriculum.n_mutations) if runner.mutates else None
+    return runner(*args, buffer=cfg.buffer, curriculum=cfg.curriculum, mutator=mutator,
+                  level_metrics=spec.level_metrics, level_identity=spec.level_identity, shard=shard,
+                  global_buffer=cfg.global_buffer)
 
 
 def device_layout(cfg: TrainConfig) -> DeviceLayout:
@@ -163,10 +131,17 @@ def evaluated_params(cfg: TrainConfig, params, multi_seed: bool):
 
 def make_eval_runner(cfg: TrainConfig, episodes: int, greedy: bool = False, **options) -> EvalRunner:
     """An `EvalRunner` for the policy `cfg` trains (its env, model and observation settings)."""
-    return EvalRunner(make_env(cfg), make_model(cfg), episodes, greedy, **options, **obs_options(cfg))
+    return EvalRunner(make_env(cfg), make_model(cfg), env_params(cfg), episodes, greedy,
+                      level_facts=env_spec(cfg).level_facts, trace_state=env_spec(cfg).trace_state, **options)
 
 
 def make_evaluator(cfg: TrainConfig) -> SuiteEvaluator:
     """The training loop's periodic evaluation on `--eval-suite`."""
     e = cfg.eval
-    return SuiteEvaluator(make_eval_runner(cfg, e.eval_episodes, e.eval_greedy), e.eval_suite)
+    return SuiteEvaluator(make_eval_runner(cfg, e.eval_episodes, e.eval_greedy), eval_levels(cfg, e.eval_suite))
+
+
+def eval_levels(cfg: TrainConfig, suite: str = ""):
+    """The held-out levels of `suite` (empty: the environment's default suite)."""
+    spec = env_spec(cfg)
+    return spec.held_out(suite.strip() or spec.default_suite)

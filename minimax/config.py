@@ -19,11 +19,13 @@ import json
 import math
 import typing
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
+
+import tyro
 
 from minimax.agents.ppo import PPOConfig
 from minimax.curricula.level_buffer import BufferConfig
-from minimax.envs.maze.mutators import MUTATORS
+from minimax.envs.registry import env_names, get_env
 from minimax.models.s5 import s5_shape_problem
 from minimax.options import ConfigError, check, flag, flag_names, flatten, option_table, raise_problems
 from minimax.runners.paired import TeacherConfig, population_problem
@@ -43,12 +45,16 @@ PresetName = Literal["dr", "plr", "accel", "pplr", "paccel", "paired", "pop_pair
 class EnvConfig:
     """The environment and its level generator."""
 
+    env_name: Annotated[str, tyro.conf.arg(name="env")] = "maze"
+    """The UED environment (minimax.envs.registry): maze (AMaze), cartpole or pendulum (gymnax physics as levels),
+    craftax (Craftax-Classic worlds; needs the craftax package). Each reads its own options below."""
     maze_height: int = 13
     """Maze interior height in cells."""
     maze_width: int = 13
     """Maze interior width in cells."""
-    max_episode_steps: int = 250
-    """Episode step budget on training levels."""
+    max_episode_steps: int = 0
+    """Episode step budget on training levels; 0 = the environment's own (maze 250, cartpole 500, pendulum 200,
+    craftax 10000)."""
     n_walls: int = 60
     """Wall draws per generated level (with replacement); 0 generates empty levels (ACCEL)."""
     n_actions: Literal[3, 7] = 7
@@ -63,15 +69,19 @@ class EnvConfig:
     train_level_file: str = ""
     """Train on the levels of this text file (evaluate.py's --levels format) instead of generated ones: DR
     draws uniformly among them, the PLR family uses them as its finite training set (as --train-levels)."""
-    mutator: Literal[tuple(MUTATORS)] = "minimax"
-    """ACCEL edit: minimax (nothing / flip a wall / move the goal) or four_edit (add, remove wall, move agent, goal)."""
+    mutator: str = ""
+    """ACCEL edit, one of the environment's mutators; empty = its first. maze: minimax (the default: nothing / flip
+    a wall / move the goal) or four_edit (add, remove wall, move agent, goal); cartpole, pendulum: perturb;
+    craftax: tiles."""
 
     def __post_init__(self):
         check(self, self._rules)
 
     def _rules(self, c):
-        c.positive("maze_height", "maze_width", "max_episode_steps")
-        c.non_negative("n_walls")
+        if self.env_name not in env_names():
+            c.add(f"--env must be one of {', '.join(env_names())}, got {self.env_name!r}")
+        c.positive("maze_height", "maze_width")
+        c.non_negative("n_walls", "max_episode_steps")
         if c.problems:
             return
         h, w = self.maze_height, self.maze_width
@@ -131,8 +141,9 @@ class EvalConfig:
 
     eval_every: int = 100
     """Evaluate on the --eval-suite mazes every this many updates (a multiple of --log-every; 0 = never)."""
-    eval_suite: str = "validation"
-    """Mazes for periodic evaluation: a suite name (validation, dcd12) or comma-separated maze names."""
+    eval_suite: str = ""
+    """Held-out levels for periodic evaluation: a suite of the environment (maze: validation, dcd12, or
+    comma-separated maze names) or empty for the environment's default (maze: validation)."""
     eval_episodes: int = 10
     """Episodes per evaluation maze (parallel envs; each env's first episode counts)."""
     eval_greedy: bool = False
@@ -144,16 +155,6 @@ class EvalConfig:
     def _rules(self, c):
         c.non_negative("eval_every")
         c.positive("eval_episodes")
-        if not self.eval_suite.strip():
-            c.add("--eval-suite must name a suite or mazes")
-            return
-        from minimax.envs.maze.ood import get_maze, suite_maze_names  # noqa: PLC0415 (cheap, no jax work)
-
-        for name in suite_maze_names(self.eval_suite):
-            try:
-                get_maze(name)
-            except ValueError:
-                c.add(f"--eval-suite: unknown maze {name!r}")
 
 
 def _group(cls):
@@ -428,10 +429,36 @@ def _problems(c: TrainConfig):
                 yield f"{flag(name)} ({value}) must be a multiple of --log-every ({c.log_every})"
     if c.run_name and (Path(c.run_name).name != c.run_name or c.run_name in (".", "..")):
         yield f"--run-name must be a plain directory name, got {c.run_name!r}"
+    if c.env.env_name in env_names():
+        yield from _env_problems(c)
     if c.method in PLR_METHODS:
         yield from _curriculum_problems(c)
     if c.method in TEACHER_METHODS:
         yield from _teacher_problems(c)
+
+
+def _env_problems(c: TrainConfig):
+    """The method and evaluation against what the environment offers (`envs/registry.py`)."""
+    spec, env = get_env(c.env.env_name), c.env.env_name
+    if c.eval.eval_every and c.eval.eval_suite.strip():
+        try:
+            spec.held_out(c.eval.eval_suite)
+        except ValueError as err:
+            yield f"--eval-suite: {err}"
+    if c.method in MUTATION_METHODS:
+        try:
+            spec.make_mutator(c.env.mutator or next(iter(spec.mutators), ""), 1)
+        except ValueError as err:
+            yield f"{c.method}: {err}"
+    if c.buffer_png and spec.render_levels is None:
+        yield f"--buffer-png: --env {env} does not render levels"
+    if c.method in TEACHER_METHODS and spec.teacher is None:
+        yield f"--method {c.method} needs a teacher's design environment, and --env {env} has none"
+    if c.curriculum.score_function in ("least_confidence", "min_margin") and not spec.discrete_actions:
+        yield (f"--score-function {c.curriculum.score_function} needs discrete actions; --env {env} has "
+               f"continuous ones")
+    if c.curriculum.score_function == "learnability" and not spec.binary_outcome:
+        yield f"--score-function learnability needs episodes that succeed or fail; --env {env} has no such outcome"
 
 
 def _teacher_problems(c: TrainConfig):
@@ -485,8 +512,10 @@ def _curriculum_problems(c: TrainConfig):
 
 _SHARED = dict(num_updates=30_000, num_envs=32, num_steps=256, n_epochs=5, n_minibatches=1, clip_eps=0.2,
                clip_value=True, max_grad_norm=0.5, adam_eps=1e-5, value_coef=0.5, gae_lambda=0.98, maze_height=13,
-               maze_width=13, max_episode_steps=250, normalize_obs=True, recurrent_cell="lstm", recurrent_size=256,
-               eval_every=100, eval_suite="validation", eval_episodes=10, checkpoint_every=1000)
+               maze_width=13, normalize_obs=True, recurrent_cell="lstm", recurrent_size=256,
+               eval_every=100, eval_episodes=10, checkpoint_every=1000)
+"""Shared by every preset. The maze's step budget (250) and evaluation suite (validation) are its
+environment defaults (`envs/maze/spec.py`), so a preset with `--env` keeps that env's own."""
 _PLR = dict(buffer_size=4000, score_function="maxmc", score_transform="rank", staleness_coef=0.3,
             min_fill_ratio=0.5, unique_levels=True)
 _TEACHER = dict(teacher_lr=1e-4, teacher_gamma=0.995, teacher_gae_lambda=0.98, teacher_entropy_coef=0.05,

@@ -57,7 +57,7 @@ def rollout_stats(step, state, key, num_envs, num_steps, n_actions):
         actions = jax.random.randint(k_act, (num_envs,), 0, n_actions)
         _, state, reward, done, info = step(k_step, state, actions)
         ret = ret + reward
-        out = (done, jnp.where(done, ret, 0.0), info["terminated"])
+        out = (done, jnp.where(done, ret, 0.0), info["solved"])
         return (state, jnp.where(done, 0.0, ret)), out
 
     run = jax.jit(lambda s, k: jax.lax.scan(body, (s, jnp.zeros(num_envs)), jax.random.split(k, num_steps)))

@@ -1,8 +1,8 @@
-"""Score trained runs on held-out mazes: `python evaluate.py runs/a runs/b --suite dcd12`.
+"""Score trained runs on held-out levels: `python evaluate.py runs/a runs/b --suite dcd12`.
 
 For each run directory: read its saved config, rebuild its model, restore the latest (or
-`--checkpoint`) parameters, and evaluate them with `EvalRunner` on the suite mazes and
-any `--levels` files; with `--cvar M`, also on M levels sampled from the run's training
+`--checkpoint`) parameters, and evaluate them with `EvalRunner` on the held-out levels of
+the runs' environment (`--suite`, default its benchmark suite: AMaze's dcd12) and any `--levels` files; with `--cvar M`, also on M levels sampled from the run's training
 generator (the SFL paper's robustness protocol: mean solved rate on the worst `--alpha`
 fraction of solvable levels). Every run (seed) is one sample: the table reports per maze
 the mean and a 95% Student-t confidence interval across them, plus the suite mean. Runs of
@@ -26,12 +26,11 @@ import jax
 import numpy as np
 import tyro
 
-from minimax.build import env_params, evaluated_params, level_generator, make_eval_runner, make_model, obs_options
+from minimax.build import env_params, env_spec, evaluated_params, level_generator, make_eval_runner, make_model
 from minimax.checkpoint import Checkpointer, CheckpointError
 from minimax.config import ConfigError, TrainConfig, experiment_groups
-from minimax.envs.maze.level import InvalidLevelError
-from minimax.envs.maze.ood import get_suite, load_level_file
-from minimax.envs.maze.render import episode_frames, save_gif
+from minimax.envs.images import save_gif
+from minimax.envs.registry import UEDEnv, get_env
 from minimax.runners import RUNNERS
 from minimax.runners.eval import EvalRunner
 from minimax.stats import cvar, mean_ci
@@ -91,12 +90,36 @@ def load_policies(run_dir, step: int | None = None) -> list[Policy]:
             for i, s in enumerate(seeds)]
 
 
-def load_mazes(suite: str, level_files: list[str]):
+DEFAULT_SUITE = "default"
+"""`--suite default`: the environment's benchmark suite (`UEDEnv.test_suite`; AMaze: dcd12)."""
+
+
+def runs_env(runs) -> UEDEnv:
+    """The environment the runs were trained on (from their saved configs); they must share one."""
+    envs = {}
+    for run in runs:
+        path = Path(run) / "config.json"
+        if path.is_file():
+            try:
+                envs.setdefault(TrainConfig.load(path).env.env_name, []).append(str(run))
+            except ConfigError as e:
+                raise EvaluateError(f"{run}: {e}") from None
+    if len(envs) > 1:
+        raise EvaluateError("the runs were trained on different environments: "
+                            + "; ".join(f"--env {e}: {', '.join(r)}" for e, r in envs.items()))
+    return get_env(next(iter(envs), "maze"))
+
+
+def load_mazes(suite: str, level_files: list[str], spec: UEDEnv | None = None):
+    """The held-out levels of `suite` (DEFAULT_SUITE: the env's benchmark suite; '' none) and level files."""
+    spec = spec or get_env("maze")
     try:
-        mazes = get_suite(suite) if suite else []
+        mazes = list(spec.held_out(spec.test_suite if suite == DEFAULT_SUITE else suite)) if suite else []
         for path in level_files:
-            mazes += load_level_file(path)
-    except (ValueError, InvalidLevelError) as e:
+            if spec.load_levels is None:
+                raise ValueError(f"--levels: --env {spec.name} has no level file format")
+            mazes += spec.load_levels(path)
+    except ValueError as e:
         raise EvaluateError(str(e)) from None
     names = [m.name for m in mazes]
     if len(set(names)) != len(names):
@@ -117,8 +140,7 @@ class PolicyEvaluator:
         self._generators: dict = {}
 
     def runner(self, cfg: TrainConfig, episodes: int) -> EvalRunner:
-        model, options = make_model(cfg), obs_options(cfg)
-        key = (repr(model), tuple(sorted(options.items())), episodes)
+        key = (repr(make_model(cfg)), env_params(cfg), cfg.env.env_name, episodes)
         if key not in self._runners:
             s = self.settings
             self._runners[key] = make_eval_runner(cfg, episodes, s.greedy, chunk_steps=s.chunk_steps,
@@ -126,7 +148,7 @@ class PolicyEvaluator:
         return self._runners[key]
 
     def generator(self, cfg: TrainConfig):
-        key = (cfg.env.maze_height, cfg.env.maze_width, cfg.env.n_walls, cfg.env.train_level_file)
+        key = tuple(sorted(dataclasses.asdict(cfg.env).items()))
         return self._generators.setdefault(key, level_generator(cfg))  # one object: its program is reused
 
     def __call__(self, policy: Policy, mazes, out_dir: Path) -> dict:
@@ -136,7 +158,7 @@ class PolicyEvaluator:
         runner = self.runner(policy.cfg, s.episodes)
         result = {"run": policy.run, "seed": policy.seed, "checkpoint": policy.step,
                   **({"agent": policy.agent} if policy.agent else {}),
-                  "mazes": {name: r.summary() for name, r in runner.evaluate_mazes(key, policy.params, mazes).items()}}
+                  "mazes": {name: r.summary() for name, r in runner.evaluate_held_out(key, policy.params, mazes).items()}}
         if s.cvar:
             sampled = self.runner(policy.cfg, s.cvar_episodes).evaluate_sampled(
                 jax.random.fold_in(key, 1), policy.params, self.generator(policy.cfg), s.cvar, env_params(policy.cfg))
@@ -146,14 +168,14 @@ class PolicyEvaluator:
                               "mean_solved_rate": float(rates.mean()) if rates.size else float("nan"),
                               "cvar_solved_rate": cvar(rates, s.alpha) if rates.size else float("nan")}
         if s.gif:
+            spec = env_spec(policy.cfg)
             for i, maze in enumerate(mazes):
                 k_level, k_play = jax.random.split(jax.random.fold_in(key, 1000 + i))
-                level = maze.sample(k_level)
-                trace = runner.trace(k_play, policy.params, level, maze.params(**obs_options(policy.cfg)))
+                level, params = maze.sample(k_level), maze.params_for(env_params(policy.cfg))
+                trace = runner.trace(k_play, policy.params, level, params)
                 n = int(trace["length"]) + 1
-                tile = max(2, min(16, 480 // (max(maze.height, maze.width) + 2)))
-                frames = episode_frames(level, trace["agent_pos"][:n], trace["agent_dir"][:n], tile_size=tile,
-                                        agent_view_size=policy.cfg.env.agent_view_size)
+                frames = spec.render_episode(level, {k: v[:n] for k, v in trace.items() if k not in
+                                                     ("length", "return")}, params)
                 save_gif(frames, out_dir / "gifs" / f"{policy.run}-seed{policy.seed}" / f"{maze.name}.gif")
         return result
 
@@ -243,14 +265,15 @@ def print_table(summary: dict, mazes) -> None:
 
 @dataclass(frozen=True)
 class EvaluateConfig:
-    """Score trained runs on held-out mazes (mean and 95% CI across runs and seeds)."""
+    """Score trained runs on held-out levels (mean and 95% CI across runs and seeds)."""
 
     runs: tyro.conf.Positional[tuple[str, ...]]
     """Run directories (each holds config.json and checkpoints/)."""
-    suite: str = "dcd12"
-    """Suite name (dcd12, validation) or comma-separated maze names; '' for none."""
+    suite: str = DEFAULT_SUITE
+    """A suite of the runs' environment (maze: dcd12, validation, or comma-separated maze names); 'default' for
+    its benchmark suite (maze: dcd12), '' for none."""
     levels: tuple[str, ...] = ()
-    """Level files in the text format (see minimax.envs.maze.ood.load_level_file)."""
+    """Level files of the runs' environment (maze: the text format of minimax.envs.maze.ood.load_level_file)."""
     episodes: int = 100
     """Episodes per maze (parallel envs; each env's first episode counts)."""
     checkpoint: int | None = None
@@ -302,7 +325,10 @@ def parse_args(argv) -> EvaluateConfig:
 
 
 def evaluate(args: EvaluateConfig) -> dict:
-    mazes = load_mazes(args.suite, list(args.levels))
+    spec = runs_env(args.runs)
+    if args.gif and spec.render_episode is None:
+        raise EvaluateError(f"--gif: --env {spec.name} does not render episodes")
+    mazes = load_mazes(args.suite, list(args.levels), spec)
     policies = [p for run in args.runs for p in load_policies(run, args.checkpoint)]
     out_dir = Path(args.out)
     check_writable(out_dir)

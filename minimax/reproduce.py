@@ -126,6 +126,7 @@ def method_config(method: str, rc: ReproduceConfig, overrides: dict) -> TrainCon
 
 def validate(rc: ReproduceConfig):
     """Every input checked before any work: `(methods, overrides, configs, mazes)`."""
+    from minimax.envs.registry import get_env  # noqa: PLC0415
     from minimax.evaluate import EvaluateError, load_mazes  # noqa: PLC0415
 
     for name, low in (("updates", 1), ("seeds", 1), ("eval_episodes", 1), ("checkpoint_every", 1),
@@ -141,7 +142,7 @@ def validate(rc: ReproduceConfig):
     overrides = parse_overrides(rc.set)
     configs = {m: method_config(m, rc, overrides) for m in methods}
     try:
-        mazes = load_mazes(rc.suite, [])
+        mazes = load_mazes(rc.suite, [], get_env(next(iter(configs.values())).env.env_name))
     except EvaluateError as e:
         raise ReproduceError(f"--suite: {e}") from None
     return methods, overrides, configs, mazes

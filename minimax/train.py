@@ -27,7 +27,7 @@ import tyro
 from flax.training.train_state import TrainState
 
 from minimax.checkpoint import Checkpointer, CheckpointError
-from minimax.build import build_runner, device_layout, evaluated_params, make_evaluator
+from minimax.build import build_runner, device_layout, env_spec, evaluated_params, make_evaluator
 from minimax.config import PRESETS, ConfigError, TrainConfig, flag
 from minimax.metrics import RUN_TOTALS, first_nonfinite, log_columns, mean_row, summarize
 from minimax.run_lock import LOCK_NAME, RunLock, RunLockError
@@ -113,14 +113,15 @@ def seed_rows(metrics: dict, layout: DeviceLayout) -> list[dict]:
 def save_buffer_pictures(buffer, cfg: TrainConfig, layout: DeviceLayout, out_dir, update: int, lead: bool) -> None:
     """`<out_dir>/update<u>[-seed<s>].png`: the highest-weighted levels of each seed's buffer."""
     from minimax.curricula.buffer_view import buffer_picture  # noqa: PLC0415
-    from minimax.envs.maze.render import save_png  # noqa: PLC0415
+    from minimax.envs.images import save_png  # noqa: PLC0415
 
+    render_levels = env_spec(cfg).render_levels
     host = to_host(buffer)  # every process takes part
     if not lead:
         return
     for i, seed in enumerate(layout.seeds):
         mine = jax.tree.map(lambda x, i=i: x[i], host) if layout.multi_seed else host
-        image = buffer_picture(mine, cfg.buffer, cfg.buffer_png)
+        image = buffer_picture(mine, cfg.buffer, render_levels, cfg.buffer_png)
         if image is not None:
             suffix = f"-seed{seed}" if layout.multi_seed else ""
             save_png(image, out_dir / f"update{update:07d}{suffix}.png")

@@ -44,7 +44,7 @@ def test_turns_moves_walls_and_goal_reward():
     assert [t[3] for t in trace] == [False] * 4 + [True]
     # Fifth step (t = 4 before it) steps into the goal: reward 1 - 0.9 * 5 / 20, position unchanged.
     assert trace[-1][2] == pytest.approx(1 - 0.9 * 5 / 20, abs=1e-6)  # float32
-    assert trace[-1][4] == {"terminated": True, "truncated": False}
+    assert trace[-1][4] == {"terminated": True, "truncated": False, "solved": True}
     assert all(t[2] == 0.0 for t in trace[:-1])
 
 
@@ -64,12 +64,12 @@ def test_time_limit_truncates_and_goal_on_last_step_still_pays():
     params = MazeParams(height=5, width=6, max_steps=4)
     trace = run(LEVEL, [LEFT] * 4, params)
     assert [t[3] for t in trace] == [False, False, False, True]
-    assert trace[-1][2] == 0.0 and trace[-1][4] == {"terminated": False, "truncated": True}
+    assert trace[-1][2] == 0.0 and trace[-1][4] == {"terminated": False, "truncated": True, "solved": False}
     # Reach the goal on exactly the 4th step: down, forward, forward (to (1,2)? no): use a level
     # where the goal is 3 forwards away: agent (1,1) facing right, goal at (3,1) after 1 move.
     near = Level.create(np.asarray(LEVEL.wall_map), goal_pos=(3, 1), agent_pos=(1, 1), agent_dir=0)
     trace = run(near, [LEFT, RIGHT, FORWARD, FORWARD], params)
-    assert trace[-1][3] and trace[-1][4] == {"terminated": True, "truncated": False}
+    assert trace[-1][3] and trace[-1][4] == {"terminated": True, "truncated": False, "solved": True}
     assert trace[-1][2] == pytest.approx(1 - 0.9 * 4 / 4, abs=1e-6)  # float32 0.1: 2e-7 relative off
 
 

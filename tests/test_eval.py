@@ -5,10 +5,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from minimax.agents.distributions import Categorical
 from minimax.envs.maze import AMaze, Level, MazeParams
 from minimax.envs.maze.env import FORWARD, LEFT
 from minimax.models import MazeActorCritic
-from minimax.runners.eval import EvalRunner, SuiteEvaluator, evaluate_levels, suite_names
+from minimax.envs.maze.ood import get_suite
+from minimax.envs.maze.spec import MAZE
+from minimax.runners.eval import EvalRunner, SuiteEvaluator, evaluate_levels
 
 
 def always(action, n_actions=3):
@@ -16,7 +19,7 @@ def always(action, n_actions=3):
     def apply(params, carry, obs, reset):
         t, n = reset.shape
         logits = jnp.full((t, n, n_actions), -1e9).at[..., action].set(0.0)
-        return carry, logits, jnp.zeros((t, n))
+        return carry, Categorical(logits), jnp.zeros((t, n))
     return apply
 
 
@@ -39,14 +42,15 @@ def test_suite_evaluator_reports_every_maze_and_the_mean():
     model = MazeActorCritic(n_actions=3, recurrent_size=8)
     obs = {"image": jnp.zeros((1, 1, 5, 5, 3)), "agent_dir": jnp.zeros((1, 1), jnp.int32)}
     params = model.init(jax.random.key(0), model.initial_carry(1), obs, jnp.ones((1, 1), bool))
-    evaluator = SuiteEvaluator(EvalRunner(AMaze(), model, episodes=2, n_actions=3, normalize_obs=True),
-                               "SixteenRooms,Crossing")
+    runner = EvalRunner(AMaze(), model, MazeParams(n_actions=3, normalize_obs=True), episodes=2,
+                        level_facts=MAZE.level_facts)
+    evaluator = SuiteEvaluator(runner, get_suite("SixteenRooms,Crossing"))
     metrics = evaluator(jax.random.key(1), params)
     assert list(metrics) == evaluator.metric_names or set(metrics) == set(evaluator.metric_names)
     for name in ("SixteenRooms", "Crossing"):
         assert 0 <= metrics[f"{name}/solved_rate"] <= 1
         assert 0 < metrics[f"{name}/length"] <= 484
     assert metrics["mean_return"] == pytest.approx((metrics["SixteenRooms/return"] + metrics["Crossing/return"]) / 2)
-    assert suite_names("validation") == ["SixteenRooms", "Labyrinth", "StandardMaze"]
+    assert [m.name for m in MAZE.held_out("validation")] == ["SixteenRooms", "Labyrinth", "StandardMaze"]
     with pytest.raises(ValueError, match="unknown OOD maze"):
-        suite_names("Nope")
+        MAZE.held_out("Nope")

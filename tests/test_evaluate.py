@@ -9,12 +9,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from minimax.agents.distributions import Categorical
 from minimax.checkpoint import Checkpointer
 from minimax.config import TrainConfig
 from minimax.envs.maze import AMaze, Level, MazeParams
 from minimax.envs.maze.env import FORWARD, LEFT, RIGHT
 from minimax.envs.maze.level import DIR_TO_VEC
 from minimax.envs.maze.ood import get_maze, get_suite, list_mazes
+from minimax.envs.maze.spec import MAZE
 from minimax.evaluate import main as evaluate_main
 from minimax.evaluate import summarize
 from minimax.runners.eval import EvalRunner, evaluate_levels
@@ -59,12 +61,13 @@ class PlanPolicy:
     def apply(self, params, carry, obs, reset):
         t, env = carry
         action = params[env, jnp.minimum(t, params.shape[1] - 1)]
-        return (t + 1, env), jax.nn.one_hot(action, 3)[None] * 1e9, jnp.zeros((1, t.shape[0]))
+        return (t + 1, env), Categorical(jax.nn.one_hot(action, 3)[None] * 1e9), jnp.zeros((1, t.shape[0]))
 
 
 @pytest.mark.slow  # one compiled program per maze size and budget, every OOD maze: 35-55 s
 def test_an_oracle_solves_every_solvable_ood_maze_with_the_optimal_return():
-    runner = EvalRunner(AMaze(), PlanPolicy(), episodes=1, greedy=True, n_actions=3)
+    runner = EvalRunner(AMaze(), PlanPolicy(), MazeParams(n_actions=3), episodes=1, greedy=True,
+                        level_facts=MAZE.level_facts)
     for name in list_mazes():
         maze = get_maze(name)
         n = 3  # draws (fixed layouts give 3 equal levels): one compiled program per maze size and budget
@@ -92,9 +95,10 @@ def test_an_oracle_solves_every_solvable_ood_maze_with_the_optimal_return():
 
 
 def test_a_policy_that_only_turns_solves_no_maze():
-    runner = EvalRunner(AMaze(), PlanPolicy(), episodes=1, greedy=True, n_actions=3)
+    runner = EvalRunner(AMaze(), PlanPolicy(), MazeParams(n_actions=3), episodes=1, greedy=True,
+                        level_facts=MAZE.level_facts)
     mazes = get_suite("dcd12")
-    results = runner.evaluate_mazes(jax.random.key(1), jnp.full((len(mazes), 1), LEFT), mazes)
+    results = runner.evaluate_held_out(jax.random.key(1), jnp.full((len(mazes), 1), LEFT), mazes)
     for name, result in results.items():
         assert not result.solved.any() and (result.returns == 0).all(), name
         assert (result.length == get_maze(name).max_steps).all(), name  # ran to the budget

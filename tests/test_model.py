@@ -37,9 +37,9 @@ def test_lstm_student_has_432924_parameters_and_the_published_shapes():
 def test_outputs_have_sequence_shapes(cell):
     model = MazeActorCritic(n_actions=3, recurrent_cell=cell, recurrent_size=16)
     params = init(model, n=4)
-    carry, logits, value = model.apply(params, model.initial_carry(4), random_obs(jax.random.key(1), 6, 4),
+    carry, policy, value = model.apply(params, model.initial_carry(4), random_obs(jax.random.key(1), 6, 4),
                                        jnp.zeros((6, 4), bool))
-    assert logits.shape == (6, 4, 3) and value.shape == (6, 4)
+    assert policy.logits.shape == (6, 4, 3) and value.shape == (6, 4)
     assert jax.tree.map(jnp.shape, carry) == jax.tree.map(jnp.shape, model.initial_carry(4))
 
 
@@ -52,15 +52,17 @@ def test_after_a_reset_outputs_equal_a_fresh_run(cell):
     # A non-zero carry coming in, as mid-training.
     carry0, _, _ = model.apply(params, model.initial_carry(2), random_obs(jax.random.key(3), 4, 2),
                                jnp.zeros((4, 2), bool))
-    _, logits, value = model.apply(params, carry0, obs, reset)
+    _, policy, value = model.apply(params, carry0, obs, reset)
+    logits = policy.logits
     fresh_obs = jax.tree.map(lambda x: x[5:, :1], obs)
-    _, fresh_logits, fresh_value = model.apply(params, model.initial_carry(1), fresh_obs, jnp.zeros((3, 1), bool))
+    _, fresh_policy, fresh_value = model.apply(params, model.initial_carry(1), fresh_obs, jnp.zeros((3, 1), bool))
+    fresh_logits = fresh_policy.logits
     np.testing.assert_allclose(logits[5:, 0], fresh_logits[:, 0], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(value[5:, 0], fresh_value[:, 0], rtol=1e-5, atol=1e-6)
     # Env 1 did not reset, so its outputs still depend on the carry.
     _, fresh1, _ = model.apply(params, model.initial_carry(1), jax.tree.map(lambda x: x[5:, 1:], obs),
                                jnp.zeros((3, 1), bool))
-    assert not np.allclose(logits[5:, 1], fresh1[:, 0], atol=1e-4)
+    assert not np.allclose(logits[5:, 1], fresh1.logits[:, 0], atol=1e-4)
 
 
 def test_a_sequence_call_equals_step_by_step_calls():
@@ -69,11 +71,12 @@ def test_a_sequence_call_equals_step_by_step_calls():
     params = init(model, n=3)
     obs = random_obs(jax.random.key(4), 7, 3)
     reset = jax.random.bernoulli(jax.random.key(5), 0.3, (7, 3))
-    _, seq_logits, seq_value = model.apply(params, model.initial_carry(3), obs, reset)
+    _, seq_policy, seq_value = model.apply(params, model.initial_carry(3), obs, reset)
+    seq_logits = seq_policy.logits
     carry = model.initial_carry(3)
     for t in range(7):
-        carry, logits, value = model.apply(params, carry, jax.tree.map(lambda x: x[t:t + 1], obs), reset[t:t + 1])
-        np.testing.assert_allclose(logits[0], seq_logits[t], rtol=1e-5, atol=1e-6)
+        carry, policy, value = model.apply(params, carry, jax.tree.map(lambda x: x[t:t + 1], obs), reset[t:t + 1])
+        np.testing.assert_allclose(policy.logits[0], seq_logits[t], rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(value[0], seq_value[t], rtol=1e-5, atol=1e-6)
 
 
@@ -147,8 +150,8 @@ def test_the_initial_policy_is_exactly_uniform(cell):
     carry, _, _ = model.apply(params, model.initial_carry(4), random_obs(jax.random.key(1), 3, 4),
                               jnp.zeros((3, 4), bool))  # a non-zero carry
     reset = jax.random.bernoulli(jax.random.key(2), 0.3, (5, 4))
-    _, logits, _ = model.apply(params, carry, random_obs(jax.random.key(4), 5, 4), reset)
-    logits = np.asarray(logits)
+    _, policy, _ = model.apply(params, carry, random_obs(jax.random.key(4), 5, 4), reset)
+    logits = np.asarray(policy.logits)
     assert np.abs(logits).max() > 1e-3  # the logits do depend on the features ...
     np.testing.assert_allclose(logits, logits[..., :1] * np.ones((1, 7)), rtol=0, atol=1e-6)  # ... equally
     np.testing.assert_allclose(jax.nn.softmax(logits), np.full(logits.shape, 1 / 7), rtol=0, atol=1e-6)

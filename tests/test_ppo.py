@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from minimax.agents.distributions import Categorical
 from minimax.agents.ppo import (
     PPOBatch, PPOConfig, compute_gae, create_train_state, explained_variance, ppo_loss, ppo_update)
 
@@ -42,7 +43,7 @@ def test_gae_matches_numpy_with_episode_ends():
 def fixed_outputs_apply(logits, values):
     """An `apply_fn` whose outputs are its parameters: the loss is then a closed form."""
     def apply(params, carry, obs, reset):
-        return carry, params["logits"], params["values"]
+        return carry, Categorical(params["logits"]), params["values"]
     return apply
 
 
@@ -111,7 +112,7 @@ def recurrent_apply(params, carry, obs, reset):
         return h, h
     carry, hs = jax.lax.scan(step, carry, (obs, reset))
     logits = jnp.concatenate([hs * params["w"], -hs * params["w"]], -1)
-    return carry, logits, hs[..., 0] * params["v"]
+    return carry, Categorical(logits), hs[..., 0] * params["v"]
 
 
 @pytest.mark.parametrize("n_minibatches", [1, 2, 4])
@@ -122,7 +123,8 @@ def test_update_averages_gradient_step_metrics_and_uses_each_envs_own_carry(n_mi
     init_carry = jnp.asarray(rng.normal(size=(n, 1)), jnp.float32)
     params = {"decay": jnp.array(0.5), "w": jnp.array(1.0), "v": jnp.array(0.3)}
     reset = jnp.zeros((t, n), bool)
-    _, logits, values = recurrent_apply(params, init_carry, obs, reset)
+    _, policy, values = recurrent_apply(params, init_carry, obs, reset)
+    logits = policy.logits
     actions = jnp.asarray(rng.integers(0, 2, (t, n)), jnp.int32)
     log_probs = jnp.take_along_axis(jax.nn.log_softmax(logits), actions[..., None], -1)[..., 0]
     batch = PPOBatch(obs=obs, reset=reset, actions=actions, log_probs=log_probs, values=values,

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from minimax.agents.distributions import Categorical
 from minimax.curricula import scores as sc
 
 T, N, A = 16, 12, 5
@@ -74,21 +75,22 @@ def random_inputs(seed=0):
     dones[0, 2] = True                        # one-step episode, then a running tail
     dones[:, 3] = True                        # every step ends an episode
     dones[-1, 4] = False                      # make sure some env has a running tail
-    terminated = dones & (rng.random((T, N)) < 0.5)
+    solved = dones & (rng.random((T, N)) < 0.5)
     logits = rng.normal(size=(T, N, A)) * 2.0
     tie = rng.random((T, N)) < 0.2            # two equal largest logits: margin 1
     top = logits.max(-1) + 0.5
     logits[..., 0] = np.where(tie, top, logits[..., 0])
     logits[..., 1] = np.where(tie, top, logits[..., 1])
     x = dict(rewards=rng.normal(size=(T, N)), values=rng.normal(size=(T, N)), dones=dones,
-             terminated=terminated, advantages=rng.normal(size=(T, N)), logits=logits,
+             solved=solved, advantages=rng.normal(size=(T, N)), logits=logits,
              last_value=rng.normal(size=N), max_returns=rng.normal(size=N) + 1.0)
     x = {k: (v.astype(np.float32) if v.dtype.kind == "f" else v) for k, v in x.items()}
     return x
 
 
 def to_inputs(x):
-    return sc.ScoreInputs(**{k: jnp.asarray(v) for k, v in x.items()}, gamma=GAMMA)
+    arrays = {k: jnp.asarray(v) for k, v in x.items() if k != "logits"}
+    return sc.ScoreInputs(**arrays, policy=Categorical(jnp.asarray(x["logits"])), gamma=GAMMA)
 
 
 # Eager: the score functions share most primitives, so op-by-op dispatch is cheaper here
@@ -162,7 +164,7 @@ def test_step_score_matches_formula(name):
 def test_min_margin_and_least_confidence_by_hand():
     logits = np.log(np.array([[[0.5, 0.3, 0.2]], [[0.4, 0.4, 0.2]]], np.float32))   # T=2, N=1, A=3
     x = sc.ScoreInputs(rewards=jnp.zeros((2, 1)), values=jnp.zeros((2, 1)), dones=jnp.ones((2, 1), bool),
-                       terminated=jnp.zeros((2, 1), bool), advantages=jnp.zeros((2, 1)), logits=jnp.asarray(logits),
+                       solved=jnp.zeros((2, 1), bool), advantages=jnp.zeros((2, 1)), policy=Categorical(jnp.asarray(logits)),
                        last_value=jnp.zeros(1), max_returns=jnp.zeros(1))
     np.testing.assert_allclose(np.asarray(sc.min_margin(x))[:, 0], [0.8, 1.0], rtol=1e-5)
     np.testing.assert_allclose(np.asarray(sc.least_confidence(x))[:, 0], [0.5, 0.6], rtol=1e-5)
@@ -174,7 +176,7 @@ def test_learnability():
         got, valid = SCORE("learnability", to_inputs(x))
         for n in range(N):
             episodes = int(x["dones"][:, n].sum())
-            solved = int(x["terminated"][:, n].sum())
+            solved = int(x["solved"][:, n].sum())
             p = solved / episodes if episodes else 0.0
             assert float(got[n]) == pytest.approx(p * (1 - p), abs=1e-6)
             assert bool(valid[n]) == (episodes > 0)
@@ -183,7 +185,7 @@ def test_learnability():
     term = jnp.array([[True, True], [False, True]])
     x = to_inputs(random_inputs(0))
     x = x.replace(dones=jnp.zeros((T, N), bool).at[:2, :2].set(dones),
-                  terminated=jnp.zeros((T, N), bool).at[:2, :2].set(term))
+                  solved=jnp.zeros((T, N), bool).at[:2, :2].set(term))
     got, valid = SCORE("learnability", x)
     np.testing.assert_allclose(np.asarray(got)[:2], [0.25, 0.0], atol=1e-6)
     assert not np.asarray(valid)[2:].any()

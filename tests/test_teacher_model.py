@@ -44,7 +44,8 @@ def test_a_small_teacher_acts_uniformly_at_first_and_resets_its_carry():
     reset = jnp.zeros(obs["time"].shape, bool).at[0].set(True)
     weights = model.init(jax.random.key(1), model.initial_carry(1), obs, reset)
     apply = jax.jit(model.apply)
-    _, logits, value = apply(weights, model.initial_carry(1), obs, reset)
+    _, policy, value = apply(weights, model.initial_carry(1), obs, reset)
+    logits = policy.logits
     assert logits.shape == (15, 1, 49) and value.shape == (15, 1)
     assert np.isfinite(np.asarray(logits)).all() and np.isfinite(np.asarray(value)).all()  # time 14 is clipped
     np.testing.assert_allclose(np.asarray(logits - logits[..., :1]), 0.0, atol=1e-6)  # uniform initial policy

@@ -132,10 +132,9 @@ class PPOBatch:
 
 def ppo_loss(params, apply_fn, batch: PPOBatch, cfg: PPOConfig, shard: Shard = NO_SHARD):
     """Clipped surrogate + value loss (clipped around the old values) - entropy bonus."""
-    _, logits, values = apply_fn(params, batch.init_carry, batch.obs, batch.reset)
-    log_pi = jax.nn.log_softmax(logits)
-    log_probs = jnp.take_along_axis(log_pi, batch.actions[..., None], axis=-1)[..., 0]
-    entropy = -jnp.sum(jnp.exp(log_pi) * log_pi, axis=-1).mean()
+    _, policy, values = apply_fn(params, batch.init_carry, batch.obs, batch.reset)
+    log_probs = policy.log_prob(batch.actions)
+    entropy = policy.entropy().mean()
 
     adv = batch.advantages
     mean = shard.mean(adv.mean())

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from minimax.curricula.level_buffer import BufferConfig, LevelBuffer, replay_weights
-from minimax.envs.maze.render import render_level, tile_frames
+from minimax.envs.images import tile_frames
 
 
 def top_levels(buffer: LevelBuffer, cfg: BufferConfig, n: int):
@@ -30,14 +30,14 @@ def top_levels(buffer: LevelBuffer, cfg: BufferConfig, n: int):
     return (jax.tree.map(pick, buffer.levels), weights[order], pick(buffer.scores), pick(buffer.mutations))
 
 
-def buffer_picture(buffer: LevelBuffer, cfg: BufferConfig, n: int = 16, tile_size: int = 8, ncols: int = 8):
+def buffer_picture(buffer: LevelBuffer, cfg: BufferConfig, render_levels, n: int = 16, ncols: int = 8):
     """uint8 image: a grid of the `n` highest-weighted levels, titled `p=<probability> s=<score>`
-    (`m<k>` added for mutated levels); None for an empty buffer."""
+    (`m<k>` added for mutated levels); None for an empty buffer. `render_levels(levels) ->
+    uint8[B, h, w, 3]` draws a batch of levels (the environment's `UEDEnv.render_levels`),
+    each frame wide enough for its title."""
     levels, weights, scores, mutations = top_levels(buffer, cfg, n)
     if len(weights) == 0:
         return None
-    width = np.shape(levels.wall_map)[-1] + 2
-    tile_size = max(tile_size, -(-100 // width))  # wide enough for its title
-    frames = np.asarray(render_level(jax.tree.map(jnp.asarray, levels), tile_size=tile_size))
+    frames = np.asarray(render_levels(jax.tree.map(jnp.asarray, levels)))
     titles = [f"p={w:.3f} s={s:.2f}" + (f" m{m}" if m else "") for w, s, m in zip(weights, scores, mutations)]
     return tile_frames(list(frames), ncols=ncols, titles=titles)

@@ -11,6 +11,8 @@ values, register it in `STEP_SCORES`, and `--score-function <name>` selects it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 from flax import struct
@@ -23,9 +25,9 @@ class ScoreInputs:
     rewards: jax.Array      # float32[T, N]
     values: jax.Array       # float32[T, N]: V(s_t)
     dones: jax.Array        # bool[T, N]: an episode ended with transition t
-    terminated: jax.Array   # bool[T, N]: ...by reaching the goal (a solve)
+    solved: jax.Array       # bool[T, N]: ...with a success (a solve)
     advantages: jax.Array   # float32[T, N]: GAE(gamma, lambda)
-    logits: jax.Array       # float32[T, N, A]: policy logits at s_t
+    policy: Any             # [T, N] action distributions at s_t (`agents/distributions.py`)
     last_value: jax.Array   # float32[N]: V of the observation after step T-1
     max_returns: jax.Array  # float32[N]: best return ever seen on the level, this rollout included
     gamma: float = struct.field(pytree_node=False, default=0.99)
@@ -52,19 +54,18 @@ def gae(x: ScoreInputs):
 
 
 def policy_entropy(x: ScoreInputs):
-    """`H(pi(.|s_t)) = -sum_a pi(a) log pi(a)`."""
-    logp = jax.nn.log_softmax(x.logits)
-    return -jnp.sum(jnp.exp(logp) * logp, axis=-1)
+    """`H(pi(.|s_t))` (discrete: `-sum_a pi(a) log pi(a)`; continuous: the differential entropy)."""
+    return x.policy.entropy()
 
 
 def least_confidence(x: ScoreInputs):
-    """`1 - max_a pi(a|s_t)`."""
-    return 1.0 - jax.nn.softmax(x.logits).max(-1)
+    """`1 - max_a pi(a|s_t)` (discrete actions only)."""
+    return 1.0 - x.policy.probs.max(-1)
 
 
 def min_margin(x: ScoreInputs):
     """`1 - (p_1 - p_2)`, with p_1 >= p_2 the two largest action probabilities."""
-    top2 = jax.lax.top_k(jax.nn.softmax(x.logits), 2)[0]
+    top2 = jax.lax.top_k(x.policy.probs, 2)[0]
     return 1.0 - (top2[..., 0] - top2[..., 1])
 
 
@@ -112,7 +113,7 @@ def score_levels(name: str, x: ScoreInputs):
     if name == "learnability":
         # p (1 - p) with p the solved fraction of the completed episodes: highest at p = 1/2.
         episodes = x.dones.sum(0, dtype=jnp.int32)
-        p = x.terminated.sum(0) / jnp.maximum(episodes, 1)
+        p = x.solved.sum(0) / jnp.maximum(episodes, 1)
         return (p * (1.0 - p)).astype(jnp.float32), episodes > 0
     if name not in STEP_SCORES:
         raise ValueError(f"unknown score function {name!r}; choose from {', '.join(SCORE_FUNCTIONS)}")

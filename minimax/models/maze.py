@@ -31,6 +31,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from minimax.agents.distributions import Categorical
 from minimax.models.recurrent import WithRecurrentCore
 
 
@@ -45,7 +46,7 @@ class MazeActorCritic(WithRecurrentCore):
 
     @nn.compact
     def __call__(self, carry, obs: dict, reset: jax.Array):
-        """`(carry, obs[T, N], reset[T, N]) -> (carry, logits[T, N, A], value[T, N])`."""
+        """`(carry, obs[T, N], reset[T, N]) -> (carry, Categorical(logits[T, N, A]), value[T, N])`."""
         x = conv_features(obs["image"], self.conv_filters)
         d = nn.Embed(4, self.dir_embed_size, embedding_init=nn.initializers.orthogonal(1.0),
                      name="dir_embed")(obs["agent_dir"].astype(jnp.int32))
@@ -53,7 +54,7 @@ class MazeActorCritic(WithRecurrentCore):
 
         carry, h = self.core("core")(carry, x, reset)
         logits, value = actor_critic_heads(h, self.n_actions, self.head_hidden)
-        return carry, logits, value
+        return carry, Categorical(logits), value
 
 
 # Shared with the PAIRED teacher (models/teacher.py): called inside a module's compact `__call__`,

@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from minimax.models.maze import actor_critic_heads, conv_features
+from minimax.agents.distributions import Categorical
 from minimax.models.recurrent import WithRecurrentCore
 
 
@@ -40,7 +41,7 @@ class MazeTeacherActorCritic(WithRecurrentCore):
 
     @nn.compact
     def __call__(self, carry, obs: dict, reset: jax.Array):
-        """`(carry, obs[T, N], reset[T, N]) -> (carry, logits[T, N, cells], value[T, N])`."""
+        """`(carry, obs[T, N], reset[T, N]) -> (carry, Categorical(logits[T, N, cells]), value[T, N])`."""
         parts = [conv_features(obs["image"], self.conv_filters)]
         time = jnp.clip(obs["time"].astype(jnp.int32), 0, self.num_steps - 1)
         parts.append(nn.Embed(self.num_steps, self.time_embed_size, embedding_init=nn.initializers.orthogonal(1.0),
@@ -51,4 +52,4 @@ class MazeTeacherActorCritic(WithRecurrentCore):
             carry, jnp.concatenate(parts, axis=-1), reset)
 
         logits, value = actor_critic_heads(h, self.n_cells, self.head_hidden)
-        return carry, logits, value
+        return carry, Categorical(logits), value

@@ -1,4 +1,4 @@
-"""Evaluation of a policy on levels: OOD suites, level files, or levels sampled from a generator.
+"""Evaluation of a policy on levels: held-out suites, level files, or levels sampled from a generator.
 
 `evaluate_levels` runs a batch of envs, one level each, until every env's *first*
 episode is over. The loop is a `lax.while_loop` over chunks of `chunk_steps` steps (a
@@ -7,10 +7,12 @@ up to a chunk, never the whole budget: a 99x99 perfect maze with a 20,000-step b
 solved in 300 steps costs 300 steps. Chunks amortise the loop's per-iteration overhead
 (a device round trip on GPU) without stepping much past the end.
 
-`EvalRunner` arranges levels x episodes into envs, compiles one program per maze size
-and step budget, and reports per level: solved rate (return > 0), mean return, episode
-length, the optimal return (from an in-jit shortest path) and the gap to it.
-`SuiteEvaluator` is the training loop's periodic evaluation on a named suite.
+`EvalRunner` arranges levels x episodes into envs, compiles one program per set of static
+env params (AMaze: maze size and step budget), and reports per level: solved rate (the
+env's `info["solved"]`), mean return, episode length, and where the environment knows them
+(`level_facts`, AMaze: an in-jit shortest path) the optimal return and the gap to it.
+`SuiteEvaluator` is the training loop's periodic evaluation on a list of held-out levels.
+Nothing here knows an environment: held-out levels follow `envs/registry.py: HeldOutLevel`.
 """
 
 from __future__ import annotations
@@ -23,9 +25,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from minimax.envs.maze.env import MazeParams
-from minimax.envs.maze.ood import OODMaze, get_suite
-from minimax.envs.maze.paths import optimal_return, shortest_path_length
 from minimax.runners.rollout import policy_step
 
 
@@ -48,7 +47,7 @@ def evaluate_levels(key, apply_fn, params, initial_carry, env, env_params, level
         active = c["active"]
         return dict(key=key, state=state, obs=obs, carry=carry, reset=jnp.zeros_like(c["reset"]),
                     active=active & ~done, ret=c["ret"] + jnp.where(active, reward, 0.0),
-                    solved=c["solved"] | (active & info["terminated"]),
+                    solved=c["solved"] | (active & info["solved"]),
                     length=c["length"] + active.astype(jnp.int32), t=c["t"] + 1), None
 
     def cond(c):
@@ -62,43 +61,38 @@ def evaluate_levels(key, apply_fn, params, initial_carry, env, env_params, level
     return {"return": out["ret"], "solved": out["solved"], "length": out["length"], "steps": out["t"]}
 
 
-def trace_episode(key, apply_fn, params, initial_carry, env, env_params, level, greedy: bool = False):
-    """One episode on `level`, recorded for rendering: `agent_pos [max_steps + 1, 2]` and
-    `agent_dir [max_steps + 1]` (entry t is the position after t actions; entries past the
-    end repeat the last one), `length` and `return`. Stops when the episode ends."""
+def trace_episode(key, apply_fn, params, initial_carry, env, env_params, level, trace_state, greedy: bool = False):
+    """One episode on `level`, recorded for rendering: `trace_state(state)`'s arrays, each with a
+    leading axis `[max_steps + 1]` (entry t is after t actions; entries past the end repeat the
+    last one), plus `length` and `return`. Stops when the episode ends."""
     budget = env_params.max_steps
     obs, state = env.reset_to_level(key, level, env_params)
     batch = lambda x: x[None]  # noqa: E731  (the policy acts on a batch of one)
-    pos = jnp.zeros((budget + 1, 2), jnp.int32).at[0].set(state.agent_pos)
-    dirs = jnp.zeros((budget + 1,), jnp.int32).at[0].set(state.agent_dir)
+    first = trace_state(state)
+    record = jax.tree.map(lambda x: jnp.zeros((budget + 1,) + jnp.shape(x), jnp.asarray(x).dtype).at[0].set(x), first)
     init = dict(key=key, state=state, obs=jax.tree.map(batch, obs), carry=initial_carry, reset=jnp.ones((1,), bool),
-                done=jnp.zeros((), bool), ret=jnp.zeros((), jnp.float32), t=jnp.zeros((), jnp.int32), pos=pos,
-                dirs=dirs)
+                done=jnp.zeros((), bool), ret=jnp.zeros((), jnp.float32), t=jnp.zeros((), jnp.int32), record=record)
 
     def body(c):
         key, k_act = jax.random.split(c["key"])
         carry, action, _, _, _ = policy_step(k_act, apply_fn, params, c["carry"], c["obs"], c["reset"], greedy)
         obs, state, reward, done, _ = env.step(None, c["state"], action[0], env_params)  # no auto-reset
         t = c["t"] + 1
+        record = jax.tree.map(lambda r, x: r.at[t].set(x), c["record"], trace_state(state))
         return dict(key=key, state=state, obs=jax.tree.map(batch, obs), carry=carry, reset=jnp.zeros((1,), bool),
-                    done=done, ret=c["ret"] + reward, t=t, pos=c["pos"].at[t].set(state.agent_pos),
-                    dirs=c["dirs"].at[t].set(state.agent_dir))
+                    done=done, ret=c["ret"] + reward, t=t, record=record)
 
     out = jax.lax.while_loop(lambda c: ~c["done"] & (c["t"] < budget), body, init)
     t = out["t"]
     idx = jnp.minimum(jnp.arange(budget + 1), t)
-    return {"agent_pos": out["pos"][idx], "agent_dir": out["dirs"][idx], "length": t, "return": out["ret"]}
-
-
-def suite_names(suite: str) -> list[str]:
-    """Canonical names of the mazes of a suite name or comma-separated maze names."""
-    return [maze.name for maze in get_suite(suite)]
+    return {**jax.tree.map(lambda r: r[idx], out["record"]), "length": t, "return": out["ret"]}
 
 
 @dataclass(frozen=True)
 class LevelResults:
     """Per-level results: arrays `[L, E]` (levels x episodes) of return, solved and length,
-    and `[L]` optimal return and solvability (a path to the goal exists)."""
+    and `[L]` optimal return and solvability (AMaze: a path to the goal exists; NaN and True
+    where the environment has no `level_facts`)."""
 
     returns: np.ndarray
     solved: np.ndarray
@@ -126,23 +120,26 @@ def _concat(results: list[LevelResults]) -> LevelResults:
 class EvalRunner:
     """Evaluates a policy, `episodes` parallel envs per level, each env's first episode.
 
-    `evaluate_mazes(key, params, mazes)` draws each episode's level from its maze (fixed
-    layouts give the same level every time; procedural mazes a new one per episode) and
-    returns `{maze name: LevelResults}` with one row per maze. `evaluate_sampled(key, params,
-    generator, num_levels, env_params)` draws `num_levels` levels and plays each `episodes`
-    times, in batches of at most `max_envs` envs so memory stays bounded; one row per level.
-    One compiled program per (maze size, step budget, batch size), reused across calls.
+    `evaluate_held_out(key, params, entries)` draws each episode's level from its held-out
+    entry (`HeldOutLevel`: fixed levels give the same level every time; AMaze's procedural
+    mazes a new one per episode) and returns `{name: LevelResults}` with one row per entry.
+    `evaluate_sampled(key, params, generator, num_levels, env_params)` draws `num_levels` levels
+    and plays each `episodes` times, in batches of at most `max_envs` envs so memory stays
+    bounded; one row per level. One compiled program per (static env params, batch size),
+    reused across calls. `train_params`: the training env's params, from which each held-out
+    entry derives its own (`params_for`); `level_facts(levels, params) -> (optimal, solvable)`
+    and `trace_state(state) -> dict` come from the environment's registry entry.
     """
 
-    def __init__(self, env, model, episodes: int = 1, greedy: bool = False, chunk_steps: int = 16,
-                 max_envs: int = 4096, **obs_options):
+    def __init__(self, env, model, train_params, episodes: int = 1, greedy: bool = False, chunk_steps: int = 16,
+                 max_envs: int = 4096, level_facts=None, trace_state=None):
         if episodes < 1:
             raise ValueError(f"episodes must be >= 1, got {episodes}")
         if chunk_steps < 1:
             raise ValueError(f"chunk_steps must be >= 1, got {chunk_steps}")
         self.model, self.episodes, self.greedy = model, int(episodes), bool(greedy)
-        self.chunk_steps, self.max_envs, self.obs_options = int(chunk_steps), int(max_envs), obs_options
-        self.env = env
+        self.chunk_steps, self.max_envs, self.train_params = int(chunk_steps), int(max_envs), train_params
+        self.env, self.level_facts, self.trace_state = env, level_facts, trace_state
         self._programs: dict = {}
 
     def _play(self, env_params, key, params, envs):
@@ -151,11 +148,12 @@ class EvalRunner:
         return evaluate_levels(key, self.model.apply, params, self.model.initial_carry(n), self.env, env_params,
                                envs, self.greedy, self.chunk_steps)
 
-    @staticmethod
-    def _level_facts(levels, env_params):
-        """Per level: the optimal return and whether the goal is reachable at all."""
-        optimal = jax.vmap(optimal_return, in_axes=(0, None))(levels, env_params.max_steps)
-        return optimal, jax.vmap(shortest_path_length)(levels) >= 0
+    def _level_facts(self, levels, env_params):
+        """Per level: the optimal return and whether the level can be solved at all (NaN, True if unknown)."""
+        if self.level_facts is not None:
+            return self.level_facts(levels, env_params)
+        n = jax.tree.leaves(levels)[0].shape[0]
+        return jnp.full((n,), jnp.nan, jnp.float32), jnp.ones((n,), bool)
 
     def _run(self, env_params, key, params, levels):
         """Levels `[L]` -> per-env results `[L, E]` and per-level optimal return and solvability."""
@@ -169,34 +167,33 @@ class EvalRunner:
             self._programs[(name, *static)] = jax.jit(functools.partial(fn, *static))
         return self._programs[(name, *static)]
 
-    def _maze_group(self, mazes, env_params, key, params):
-        """Each env plays its own draw of its maze: results, optimal return and solvability `[mazes, E]`."""
-        keys = jax.random.split(key, (len(mazes), self.episodes + 1))
+    def _held_out_group(self, entries, env_params, key, params):
+        """Each env plays its own draw of its entry: results, optimal return and solvability `[entries, E]`."""
+        keys = jax.random.split(key, (len(entries), self.episodes + 1))
         levels = jax.tree.map(lambda *xs: jnp.concatenate(xs), *[jax.vmap(m.sample)(k[1:])
-                                                                 for m, k in zip(mazes, keys)])
+                                                                 for m, k in zip(entries, keys)])
         out = self._play(env_params, keys[0, 0], params, levels)
-        shaped = lambda x: x.reshape(len(mazes), self.episodes)  # noqa: E731
+        shaped = lambda x: x.reshape(len(entries), self.episodes)  # noqa: E731
         return ({k: shaped(out[k]) for k in ("return", "solved", "length")},
                 *(shaped(x) for x in self._level_facts(levels, env_params)))
 
-    def evaluate_mazes(self, key, params, mazes: list[OODMaze]) -> dict[str, LevelResults]:
+    def evaluate_held_out(self, key, params, entries: list) -> dict[str, LevelResults]:
         groups = defaultdict(list)
-        for maze in mazes:
-            groups[(maze.height, maze.width, maze.max_steps)].append(maze)
+        for entry in entries:
+            groups[entry.params_for(self.train_params)].append(entry)
         results = {}
-        for i, group in enumerate(groups.values()):
-            env_params = group[0].params(**self.obs_options)
-            program = self._program("mazes", self._maze_group, tuple(group), env_params)
+        for i, (env_params, group) in enumerate(groups.items()):
+            program = self._program("held_out", self._held_out_group, tuple(group), env_params)
             per_env, optimal, solvable = jax.device_get(program(jax.random.fold_in(key, i), params))
-            for j, maze in enumerate(group):
+            for j, entry in enumerate(group):
                 # Optimal return and solvability are per episode here (procedural mazes differ per
-                # episode); a maze's row reports their mean and "all solvable".
-                results[maze.name] = LevelResults(per_env["return"][j:j + 1], per_env["solved"][j:j + 1],
+                # episode); an entry's row reports their mean and "all solvable".
+                results[entry.name] = LevelResults(per_env["return"][j:j + 1], per_env["solved"][j:j + 1],
                                                   per_env["length"][j:j + 1], optimal[j].mean(keepdims=True),
                                                   solvable[j].all(keepdims=True))
-        return {maze.name: results[maze.name] for maze in mazes}
+        return {entry.name: results[entry.name] for entry in entries}
 
-    def evaluate_levels(self, key, params, levels, env_params: MazeParams) -> LevelResults:
+    def evaluate_levels(self, key, params, levels, env_params) -> LevelResults:
         """Given levels `[L]` (one shape), each played `episodes` times: one row per level."""
         n_levels = jax.tree.leaves(levels)[0].shape[0]
         batch = max(1, self.max_envs // self.episodes)
@@ -212,14 +209,18 @@ class EvalRunner:
                                     optimal[:size], solvable[:size]))
         return _concat(out)
 
-    def trace(self, key, params, level, env_params: MazeParams) -> dict:
-        """One episode on `level` recorded for rendering (see `trace_episode`)."""
+    def trace(self, key, params, level, env_params) -> dict:
+        """One episode on `level` recorded for rendering (see `trace_episode`; needs `trace_state`)."""
+        if self.trace_state is None:
+            raise ValueError("this environment records no episodes for rendering (its registry entry has no "
+                             "trace_state)")
+
         def run(env_params, key, params, level):
             return trace_episode(key, self.model.apply, params, self.model.initial_carry(1), self.env, env_params,
-                                 level, self.greedy)
+                                 level, self.trace_state, self.greedy)
         return jax.device_get(self._program("trace", run, env_params)(key, params, level))
 
-    def evaluate_sampled(self, key, params, generator, num_levels: int, env_params: MazeParams) -> LevelResults:
+    def evaluate_sampled(self, key, params, generator, num_levels: int, env_params) -> LevelResults:
         """`num_levels` levels drawn from `generator(key) -> Level`, each played `episodes` times."""
         if num_levels < 1:
             raise ValueError(f"num_levels must be >= 1, got {num_levels}")
@@ -231,24 +232,24 @@ class EvalRunner:
 
 
 class SuiteEvaluator:
-    """`evaluator(key, params) -> {"<maze>/solved_rate": ..., "<maze>/return": ..., "mean_...": ...}`:
-    the training loop's periodic evaluation on a named suite."""
+    """`evaluator(key, params) -> {"<level>/solved_rate": ..., "<level>/return": ..., "mean_...": ...}`:
+    the training loop's periodic evaluation on a list of held-out levels (`HeldOutLevel`s)."""
 
-    def __init__(self, runner: EvalRunner, suite: str):
-        self.mazes = get_suite(suite)
+    def __init__(self, runner: EvalRunner, levels: list):
+        self.entries = list(levels)
         self.runner = runner
 
     def __call__(self, key, params) -> dict[str, float]:
         metrics = {}
-        for name, result in self.runner.evaluate_mazes(key, params, self.mazes).items():
+        for name, result in self.runner.evaluate_held_out(key, params, self.entries).items():
             summary = result.summary()
             for stat in ("solved_rate", "return", "length"):
                 metrics[f"{name}/{stat}"] = summary[stat]
         for stat in ("solved_rate", "return"):
-            metrics[f"mean_{stat}"] = float(np.mean([metrics[f"{m.name}/{stat}"] for m in self.mazes]))
+            metrics[f"mean_{stat}"] = float(np.mean([metrics[f"{m.name}/{stat}"] for m in self.entries]))
         return metrics
 
     @property
     def metric_names(self) -> list[str]:
-        names = [f"{m.name}/{s}" for m in self.mazes for s in ("solved_rate", "return", "length")]
+        names = [f"{m.name}/{s}" for m in self.entries for s in ("solved_rate", "return", "length")]
         return names + ["mean_solved_rate", "mean_return"]

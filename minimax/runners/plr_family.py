@@ -276,7 +276,7 @@ class PLRFamilyRunner:
         rollout's best); `best` is this rollout's best return (0 where no episode ended)."""
         best = rollout_max_return(rollout.episode_returns, rollout.dones, jnp.full_like(prior_max, -jnp.inf))
         inputs = ScoreInputs(rewards=rollout.rewards, values=rollout.values, dones=rollout.dones,
-                             terminated=rollout.terminated, advantages=advantages, logits=rollout.logits,
+                             solved=rollout.solved, advantages=advantages, policy=rollout.policy,
                              last_value=rollout.last_value, max_returns=jnp.maximum(prior_max, best),
                              gamma=self.ppo.gamma)
         scores, valid = score_levels(self.cur.score_function, inputs)

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from minimax.agents.distributions import sample_per_element
 from minimax.agents.ppo import PPOBatch, compute_gae
 from minimax.envs.wrappers import ReplayAutoReset
 from minimax.parallel import NO_SHARD, Shard
@@ -35,13 +36,13 @@ class EnvStream:
 class Rollout:
     obs: Any                 # [T, N, ...]
     reset: jax.Array         # bool[T, N]
-    actions: jax.Array       # int32[T, N]
+    actions: jax.Array       # [T, N, ...]: int32 (discrete) or float32[..., D] (continuous)
     log_probs: jax.Array     # [T, N]
-    logits: jax.Array        # [T, N, A]: the policy's logits (for entropy-like level scores)
+    policy: Any              # [T, N] batch of the policy's action distributions (`agents/distributions.py`)
     values: jax.Array        # [T, N]
     rewards: jax.Array       # [T, N]
     dones: jax.Array         # bool[T, N]: the episode ended with this transition
-    terminated: jax.Array    # bool[T, N]: ...by reaching the goal
+    solved: jax.Array        # bool[T, N]: ...with a success (`info["solved"]`; AMaze: the goal reached)
     truncated: jax.Array     # bool[T, N]: ...by the time limit
     episode_returns: jax.Array  # [T, N]: the finished episode's return where `dones`, else 0
     episode_lengths: jax.Array  # int32[T, N], likewise
@@ -56,18 +57,18 @@ def start_stream(env_state, obs, carry) -> EnvStream:
 
 
 def policy_step(key, apply_fn, params, carry, obs, reset, greedy: bool = False):
-    """Act on one batched observation: `(carry, action, log_prob, value, logits)`. `key` is
-    one key, or one key per env (`[N]`, e.g. from `Shard.env_keys`)."""
+    """Act on one batched observation: `(carry, action, log_prob, value, policy)`, `policy` the
+    network's action distribution (`agents/distributions.py`). `key` is one key, or one key per
+    env (`[N]`, e.g. from `Shard.env_keys`); `greedy` takes the distribution's mode."""
     add_time = lambda x: x[None]  # noqa: E731
-    carry, logits, value = apply_fn(params, carry, jax.tree.map(add_time, obs), reset[None])
-    logits, value = logits[0], value[0]
+    carry, policy, value = apply_fn(params, carry, jax.tree.map(add_time, obs), reset[None])
+    policy, value = jax.tree.map(lambda x: x[0], policy), value[0]
     if greedy:
-        action = jnp.argmax(logits, -1)
+        action = policy.mode()
     else:
-        keys = key if key.ndim == 1 else jax.random.split(key, logits.shape[0])
-        action = jax.vmap(jax.random.categorical)(keys, logits)
-    log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], axis=-1)[:, 0]
-    return carry, action.astype(jnp.int32), log_prob, value, logits
+        keys = key if key.ndim == 1 else jax.random.split(key, value.shape[0])
+        action = sample_per_element(keys, policy)
+    return carry, action, policy.log_prob(action), value, policy
 
 
 def collect_rollout(key, apply_fn, params, env_step: Callable, stream: EnvStream, num_steps: int,
@@ -80,13 +81,13 @@ def collect_rollout(key, apply_fn, params, env_step: Callable, stream: EnvStream
 
     def step(stream: EnvStream, key):
         k_act, k_env = jax.random.split(key)
-        carry, action, log_prob, value, logits = policy_step(shard.env_keys(k_act, n), apply_fn, params, stream.carry,
+        carry, action, log_prob, value, policy = policy_step(shard.env_keys(k_act, n), apply_fn, params, stream.carry,
                                                              stream.obs, stream.reset)
         obs, env_state, reward, done, info = env_step(k_env, stream.env_state, action)
         ep_return = stream.episode_return + reward
         ep_length = stream.episode_length + 1
-        out = dict(obs=stream.obs, reset=stream.reset, actions=action, log_probs=log_prob, logits=logits, values=value,
-                   rewards=reward, dones=done, terminated=info["terminated"], truncated=info["truncated"],
+        out = dict(obs=stream.obs, reset=stream.reset, actions=action, log_probs=log_prob, policy=policy, values=value,
+                   rewards=reward, dones=done, solved=info["solved"], truncated=info["truncated"],
                    episode_returns=jnp.where(done, ep_return, 0.0),
                    episode_lengths=jnp.where(done, ep_length, 0))
         stream = EnvStream(env_state=env_state, obs=obs, reset=done, carry=carry,
@@ -134,7 +135,7 @@ def episode_metrics(rollout: Rollout) -> dict:
     return {
         "episodes": jnp.sum(done, dtype=jnp.int32),
         "episode_return_sum": jnp.sum(rollout.episode_returns),
-        "episode_solved_sum": jnp.sum(rollout.terminated, dtype=jnp.int32),
+        "episode_solved_sum": jnp.sum(rollout.solved, dtype=jnp.int32),
         "episode_length_sum": jnp.sum(rollout.episode_lengths, dtype=jnp.int32),
     }
 

@@ -157,7 +157,7 @@ class AMaze(Environment):
         truncated = (time >= params.max_steps) & ~reached_goal
         done = reached_goal | truncated
         state = state.replace(agent_pos=agent_pos, agent_dir=agent_dir, time=time)
-        return state, reward, done, {"terminated": reached_goal, "truncated": truncated}
+        return state, reward, done, {"terminated": reached_goal, "truncated": truncated, "solved": reached_goal}
 
     # ---- observations
     def get_obs(self, state: MazeState, params: MazeParams) -> dict:

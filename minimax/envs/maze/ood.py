@@ -61,6 +61,11 @@ class OODMaze:
 
         return MazeParams(height=self.height, width=self.width, max_steps=self.max_steps, **overrides)
 
+    def params_for(self, train_params):
+        """The params to evaluate this maze with: its size and step budget, the training
+        mazes' observation and action settings (the `HeldOutLevel` contract, `envs/registry.py`)."""
+        return train_params.replace(height=self.height, width=self.width, max_steps=self.max_steps)
+
 
 # ---------------------------------------------------------------------------------------------
 # Mazes written out in the data file

@@ -98,8 +98,9 @@ class MazeTeacher:
         state = state.replace(cells=jnp.where(active, state.cells.at[t].set(cell, mode="drop"), state.cells),
                               time=jnp.where(active, t + 1, t))
         done = state.time >= params.num_steps
-        # A design ends complete, never cut: "terminated" (the rollout helpers' convention).
-        info = {"terminated": done, "truncated": jnp.zeros((), bool)}
+        # A design ends complete, never cut: "terminated" (the rollout helpers' convention); a
+        # design has no success ("solved" is the students' outcome, not the teacher's).
+        info = {"terminated": done, "truncated": jnp.zeros((), bool), "solved": jnp.zeros((), bool)}
         return self.get_obs(k_noise, state, params), state, jnp.zeros((), jnp.float32), done, info
 
     # ------------------------------------------------------------------ the design so far

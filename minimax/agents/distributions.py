@@ -1,0 +1,81 @@
+"""Action distributions: what a policy network returns, as pytrees with methods.
+
+A student or teacher network returns `(carry, policy, value)` where `policy` is one of
+these: PPO, the rollouts, evaluation and the level scores only call `sample`,
+`log_prob`, `entropy` and `mode`, so discrete and continuous actions share every runner.
+They are `flax.struct` dataclasses: batched policies (`[T, N]`) are stored in a rollout,
+sliced with `jax.tree.map` and vmapped like any other pytree. Methods act on the
+trailing (event) axes and broadcast over the leading (batch) ones; `sample` draws one
+action per batch element from one key.
+
+- `Categorical(logits)`: discrete actions `int32`, logits `[..., A]`.
+- `DiagGaussian(mean, log_std)`: continuous actions `float32[..., D]` with independent
+  coordinates. Actions are unbounded draws; an environment with bounds clips them (as
+  gymnax's Pendulum does), and PPO's ratio uses the density of the unclipped draw, the
+  usual choice of continuous-control PPO (PureJaxRL, CleanRL).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+@struct.dataclass
+class Categorical:
+    """A categorical distribution over `{0, ..., A-1}` given unnormalised log-probabilities."""
+
+    logits: jax.Array
+
+    def sample(self, key: jax.Array) -> jax.Array:
+        return jax.random.categorical(key, self.logits).astype(jnp.int32)
+
+    def log_prob(self, action: jax.Array) -> jax.Array:
+        log_p = jax.nn.log_softmax(self.logits)
+        return jnp.take_along_axis(log_p, action[..., None].astype(jnp.int32), axis=-1)[..., 0]
+
+    def entropy(self) -> jax.Array:
+        log_p = jax.nn.log_softmax(self.logits)
+        return -jnp.sum(jnp.exp(log_p) * log_p, axis=-1)
+
+    def mode(self) -> jax.Array:
+        return jnp.argmax(self.logits, -1).astype(jnp.int32)
+
+    @property
+    def probs(self) -> jax.Array:
+        return jax.nn.softmax(self.logits)
+
+
+@struct.dataclass
+class DiagGaussian:
+    """A Gaussian with diagonal covariance: `mean [..., D]`, `log_std` broadcastable to it."""
+
+    mean: jax.Array
+    log_std: jax.Array
+
+    def sample(self, key: jax.Array) -> jax.Array:
+        std = jnp.exp(jnp.broadcast_to(self.log_std, self.mean.shape))
+        return self.mean + std * jax.random.normal(key, self.mean.shape, self.mean.dtype)
+
+    def log_prob(self, action: jax.Array) -> jax.Array:
+        log_std = jnp.broadcast_to(self.log_std, self.mean.shape)
+        z = (action - self.mean) * jnp.exp(-log_std)
+        return jnp.sum(-0.5 * z * z - log_std - 0.5 * _LOG_2PI, axis=-1)
+
+    def entropy(self) -> jax.Array:
+        log_std = jnp.broadcast_to(self.log_std, self.mean.shape)
+        return jnp.sum(log_std + 0.5 * (1.0 + _LOG_2PI), axis=-1)
+
+    def mode(self) -> jax.Array:
+        return self.mean
+
+
+def sample_per_element(keys: jax.Array, policy) -> jax.Array:
+    """One action per element of a `[N]`-batched policy, element i drawn with `keys[i]` (so a
+    device's slice of a sharded batch draws what the unsharded batch draws for it)."""
+    return jax.vmap(lambda k, p: p.sample(k))(keys, policy)

@@ -1,0 +1,149 @@
+"""The UED environment contract and the registry that `--env NAME` looks up.
+
+An environment plugs into every runner, `evaluate`, `plot` and `reproduce` by one
+`UEDEnv` entry: the runners and curricula only ever see the callables below, so a new
+domain is one package under `minimax/envs/` plus one `register(...)` call, nothing else.
+
+What an entry provides, and why each piece exists:
+- `make_env(options)`, `make_params(options)`: the `Environment` (pure `init_state` /
+  `step_env` / `get_obs`, `environment.py`) and its static params (hashable, with a
+  `max_steps` attribute: the evaluation loop's bound). A level is any pytree of arrays of
+  fixed shapes that determines the episode (start state included), so that replaying a
+  level in the PLR buffer replays the same task.
+- `make_generator(options) -> generator(key) -> level`: the level distribution of DR and of
+  the PLR family's new levels.
+- `mutators`: `{name: factory(n_edits) -> mutate(key, level) -> level}` for ACCEL
+  (optional: empty means the mutation methods are refused on this env).
+- `level_identity(level) -> pytree`: what makes two levels the same for the buffer's
+  de-duplication (`None`: every leaf of the level).
+- `level_metrics(level) -> {name: scalar}`: per-level statistics for the logs (optional).
+- `held_out(suite) -> [HeldOutLevel]`: named evaluation levels (`--eval-suite`,
+  `evaluate.py --suite`); `suites` lists the names it knows, `default_suite` is the one
+  training evaluates on periodically, `test_suite` the benchmark `evaluate.py` scores by default.
+- `make_model(cfg) -> flax module`: the student network that suits the env's
+  observations and actions (`(carry, obs, reset) -> (carry, policy, value)`).
+- `level_facts(levels, params) -> (optimal_return[B], solvable[B])` (optional): what
+  evaluation reports beside the policy's return (the gap to optimal); NaN / True without it.
+- `discrete_actions`: `Discrete` actions (a `Categorical` policy) rather than `Box` ones; the
+  scores that read action probabilities (least confidence, min margin) need them.
+- `binary_outcome`: episodes end in success or failure (`info["solved"]` means something):
+  the solved-rate metrics and learnability (SFL) need it.
+- `teacher`: a `TeacherSpec`, the design MDP of the learned-teacher methods (PAIRED and
+  relatives), or `None` when the env has none (those methods are then refused).
+- `load_levels(path) -> [HeldOutLevel]`, `check_training_level(entry, options) -> str | None`
+  (optional): level files for `evaluate.py --levels` and `--train-level-file`.
+- `trace_state(state) -> {name: small array}`, `render_episode(level, trace, params)`,
+  `render_levels(levels) -> uint8[B, h, w, 3]` (optional): pictures of episodes and buffers.
+
+`options` is the run's `EnvConfig` (`config.py`): an entry reads the fields it owns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class HeldOutLevel:
+    """One named evaluation level (or level distribution): `sample(key) -> level`
+    (a fixed level ignores the key: `fixed_level` is then that level), and
+    `params_for(train_params)`: the static env params to evaluate it with, given the
+    training env's (a maze of another size keeps the training observation options).
+
+    Compared and hashed by identity, so an entry can be a static argument of `jit`."""
+
+    name: str
+    sample: Callable[[Any], Any]
+    params_for: Callable[[Any], Any]
+    fixed_level: Any = None
+
+    @property
+    def is_fixed(self) -> bool:
+        return self.fixed_level is not None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class TeacherSpec:
+    """A learned teacher's design MDP: `env` (`reset` / `step` / `level`, see
+    `envs/maze/teacher.py`), its static params and its network, both from the run's config."""
+
+    env: Any
+    make_params: Callable[[Any], Any]
+    make_model: Callable[[Any], Any]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class UEDEnv:
+    """A registered UED environment (see the module docstring for each field's role)."""
+
+    name: str
+    description: str
+    make_env: Callable[[Any], Any]
+    make_params: Callable[[Any], Any]
+    make_generator: Callable[[Any], Callable]
+    make_model: Callable[[Any], Any]
+    held_out: Callable[[str], list[HeldOutLevel]]
+    suites: tuple[str, ...] = ()
+    default_suite: str = ""
+    test_suite: str = ""
+    mutators: dict[str, Callable[[int], Callable]] = dataclasses.field(default_factory=dict)
+    level_identity: Callable | None = None
+    level_metrics: Callable | None = None
+    level_facts: Callable | None = None
+    binary_outcome: bool = True
+    discrete_actions: bool = True
+    teacher: "TeacherSpec | None" = None
+    load_levels: Callable[[str], list] | None = None
+    check_training_level: Callable | None = None
+    trace_state: Callable | None = None
+    render_episode: Callable | None = None
+    render_levels: Callable | None = None
+
+    def make_mutator(self, name: str, n_edits: int) -> Callable:
+        """The mutator `name` (empty: the env's first, its default) applying `n_edits` edits."""
+        if self.mutators and not name:
+            name = next(iter(self.mutators))
+        if not self.mutators:
+            raise ValueError(f"--env {self.name} has no mutator: the mutation methods (accel, parallel_accel) "
+                             f"need one")
+        if name not in self.mutators:
+            raise ValueError(f"--mutator {name!r} is not a mutator of --env {self.name}; choose from "
+                             f"{', '.join(sorted(self.mutators))}")
+        return self.mutators[name](n_edits)
+
+
+_REGISTRY: dict[str, Callable[[], UEDEnv]] = {}
+
+
+def register(name: str, loader: Callable[[], UEDEnv]) -> None:
+    """Register `loader() -> UEDEnv` under `name`. Loaders run on first use, so listing the
+    environments imports none of them (their packages may pull in heavy dependencies)."""
+    _REGISTRY[name] = loader
+
+
+def env_names() -> tuple[str, ...]:
+    return tuple(_REGISTRY)
+
+
+_LOADED: dict[str, UEDEnv] = {}
+
+
+def get_env(name: str) -> UEDEnv:
+    """The environment registered as `name`; an unknown name is a `ValueError` listing the known ones."""
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown environment {name!r} (--env); registered: {', '.join(env_names())}")
+    if name not in _LOADED:
+        _LOADED[name] = _REGISTRY[name]()
+    return _LOADED[name]
+
+
+def _entry(module: str, attribute: str) -> Callable[[], UEDEnv]:
+    def load():
+        import importlib  # noqa: PLC0415
+
+        return getattr(importlib.import_module(module), attribute)
+    return load
+
+
+register("maze", _entry("minimax.envs.maze.spec", "MAZE"))
