@@ -98,9 +98,10 @@ class EnvConfig:
 class ModelConfig:
     """The student network (`minimax.models.MazeActorCritic`)."""
 
-    recurrent_cell: Literal["lstm", "gru", "s5"] = "lstm"
+    recurrent_cell: Literal["lstm", "gru", "s5", "none"] = "lstm"
     """Recurrent core of the student network: lstm, gru, or s5 (a stack of S5 state-space layers, whose
-    recurrence runs as one scan over the sequence: --s5-scan; models/s5.py)."""
+    recurrence runs as one scan over the sequence: --s5-scan; models/s5.py); none: a feedforward student
+    (the MLP of cartpole, pendulum and craftax)."""
     recurrent_size: int = 256
     """Units of the recurrent core (S5: the layers' width and state size, half of it complex states)."""
     s5_layers: int = 2
@@ -118,12 +119,14 @@ class ModelConfig:
     """Size of the agent-direction embedding."""
     head_hidden: int = 32
     """Hidden units of the policy and value heads."""
+    mlp_hidden: int = 64
+    """Units of each of the two tanh layers of the MLP student (vector observations: cartpole, pendulum, craftax)."""
 
     def __post_init__(self):
         check(self, self._rules)
 
     def _rules(self, c):
-        c.positive("recurrent_size", "conv_filters", "dir_embed_size", "head_hidden")
+        c.positive("recurrent_size", "conv_filters", "dir_embed_size", "head_hidden", "mlp_hidden")
         problem = self.recurrent_cell == "s5" and s5_problem(self.recurrent_size, self, "--recurrent-size")
         if problem and not c.problems:
             c.add(problem)
@@ -450,6 +453,8 @@ def _env_problems(c: TrainConfig):
             spec.make_mutator(c.env.mutator or next(iter(spec.mutators), ""), 1)
         except ValueError as err:
             yield f"{c.method}: {err}"
+    if c.model.recurrent_cell not in spec.cores:
+        yield f"--recurrent-cell {c.model.recurrent_cell}: the student of --env {env} takes {', '.join(spec.cores)}"
     if c.buffer_png and spec.render_levels is None:
         yield f"--buffer-png: --env {env} does not render levels"
     if c.method in TEACHER_METHODS and spec.teacher is None:

@@ -206,7 +206,7 @@ def write_results(out_dir: Path, results: list[dict], groups: list[dict], settin
     (out_dir / "results.json").write_text(json.dumps(doc, indent=2) + "\n")
     with (out_dir / "per_run.csv").open("w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["run", "seed", "checkpoint", "maze", *METRICS])
+        writer.writerow(["run", "seed", "checkpoint", "level", *METRICS])
         for r in results:
             for name, m in r["mazes"].items():
                 writer.writerow([r["run"], r["seed"], r["checkpoint"], name, *(clean(m[k]) for k in METRICS)])
@@ -215,7 +215,7 @@ def write_results(out_dir: Path, results: list[dict], groups: list[dict], settin
                                  r["cvar"]["cvar_solved_rate"], "", "", ""])
     with (out_dir / "summary.csv").open("w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["group", "maze", "metric", "mean", "ci_low", "ci_high", "n"])
+        writer.writerow(["group", "level", "metric", "mean", "ci_low", "ci_high", "n"])
         for g in groups:
             for name, metrics in g["summary"].items():
                 for k, s in metrics.items():
@@ -254,7 +254,7 @@ def print_table(summary: dict, mazes) -> None:
     rows = [(m.name, summary[m.name]) for m in mazes] + [("suite mean", summary["suite_mean"])]
     width = max(len(name) for name, _ in rows)
     n = summary["suite_mean"]["solved_rate"]["n"]
-    print(f"{'maze':<{width}}  {'solved rate (95% CI)':<28}  {'return (95% CI)':<28}  n={n}")
+    print(f"{'level':<{width}}  {'solved rate (95% CI)':<28}  {'return (95% CI)':<28}  n={n}")
     for name, s in rows:
         print(f"{name:<{width}}  {cell(s['solved_rate']):<28}  {cell(s['return']):<28}")
     if "cvar" in summary:

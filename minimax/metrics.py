@@ -36,6 +36,18 @@ def mean_sums(name: str, total, count, weight=1.0) -> dict:
     return {f"{name}_sum": w * jnp.asarray(total, jnp.float32), f"{name}_count": w * jnp.asarray(count, jnp.float32)}
 
 
+def level_metric_sums(prefix: str, metrics: dict, weight=1.0) -> dict:
+    """Mean halves of per-level metrics `{name: [B]}` (an environment's `level_metrics`, vmapped):
+    each averaged over the levels where it is defined, NaN marking "undefined for this level"
+    (AMaze: the shortest path of an unsolvable maze), so no metric needs a special case."""
+    out = {}
+    for name, value in metrics.items():
+        value = jnp.asarray(value, jnp.float32)
+        defined = jnp.isfinite(value)
+        out.update(mean_sums(f"{prefix}/{name}", jnp.where(defined, value, 0.0).sum(), defined.sum(), weight))
+    return out
+
+
 def reduce_over_devices(metrics: dict, shard) -> dict:
     """Per-device metrics -> global ones (inside `shard_map`; identity unsharded): `episodes` and
     both halves of a mean are summed over devices, everything else averaged (PPO statistics

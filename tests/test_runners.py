@@ -20,9 +20,15 @@ TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, n_acti
             teacher_conv_filters=4, teacher_recurrent_size=8, teacher_noise_dim=3, progress=False)
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_every_runner_keeps_the_contract(method):
-    runner = build_runner(TrainConfig.from_options(method=method, **TINY))
+ENV_METHODS = [("maze", m) for m in METHODS] + [(env, m) for env in ("cartpole", "pendulum") for m in METHODS
+                                                 if m not in TEACHER_METHODS]  # no design MDP for physics
+
+
+@pytest.mark.parametrize("env, method", ENV_METHODS)
+def test_every_runner_keeps_the_contract(env, method):
+    """Every method on every environment: one runner code path, whatever the level pytree and the
+    action space (pendulum's continuous torque)."""
+    runner = build_runner(TrainConfig.from_options(method=method, env=env, **TINY))
     assert isinstance(runner, Runner)
     assert (runner.num_envs, runner.num_steps) == (4, 8) and runner.local_fields == ()
     state = jax.eval_shape(runner.init, jax.random.key(0))

@@ -9,7 +9,7 @@ import pytest
 from minimax.checkpoint import CheckpointError, Checkpointer
 from minimax.config import PRESETS, ConfigError, TrainConfig
 from minimax.run_logs import read_rows
-from minimax.build import build_runner
+from minimax.build import build_runner, env_params, eval_levels
 from minimax.train import RunError, main, make_chunk, parse_config, train
 from run_helpers import tiny, without_timing  # one small config shared by the run-level tests
 
@@ -130,7 +130,7 @@ def test_a_chunk_compiles_once_and_the_state_has_no_weak_types(tmp_path):
     (["--n-minibatches", "3"], "--n-minibatches (3) must divide --num-envs (32)"),
     (["--eval-every", "15"], "--eval-every (15) must be a multiple of --log-every (10)"),
     (["--gamma", "1.5"], "--gamma must be in [0, 1]"),
-    (["--eval-suite", "NoSuchMaze"], "unknown maze 'NoSuchMaze'"),
+    (["--eval-suite", "NoSuchMaze"], "--eval-suite: unknown OOD maze 'NoSuchMaze'"),
     (["--agent-view-size", "4"], "--agent-view-size must be an odd int"),
     (["--n-walls", "200"], "--n-walls must be <= 167"),
     (["--method", "sfl"], "--method"),
@@ -163,9 +163,10 @@ def test_the_cli_presets_are_the_config_presets():
         cfg = parse_config(["--preset", name])
         assert cfg == PRESETS[name]
         e = cfg.env
-        assert (e.maze_height, e.maze_width, e.max_episode_steps, e.normalize_obs) == (13, 13, 250, True)
-        assert (cfg.eval.eval_every, cfg.eval.eval_suite, cfg.eval.eval_episodes, cfg.checkpoint_every) == (
-            100, "validation", 10, 1000)
+        # The step budget and the evaluation suite are the maze's own (0 and '': the environment's).
+        assert (e.maze_height, e.maze_width, env_params(cfg).max_steps, e.normalize_obs) == (13, 13, 250, True)
+        assert (cfg.eval.eval_every, [m.name for m in eval_levels(cfg)], cfg.eval.eval_episodes,
+                cfg.checkpoint_every) == (100, ["SixteenRooms", "Labyrinth", "StandardMaze"], 10, 1000)
     # A preset plus an override.
     assert parse_config(["--preset", "accel", "--lr", "1e-3"]).ppo.lr == 1e-3
 

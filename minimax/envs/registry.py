@@ -21,7 +21,8 @@ What an entry provides, and why each piece exists:
   `evaluate.py --suite`); `suites` lists the names it knows, `default_suite` is the one
   training evaluates on periodically, `test_suite` the benchmark `evaluate.py` scores by default.
 - `make_model(cfg) -> flax module`: the student network that suits the env's
-  observations and actions (`(carry, obs, reset) -> (carry, policy, value)`).
+  observations and actions (`(carry, obs, reset) -> (carry, policy, value)`); `cores`: the
+  `--recurrent-cell` values it accepts.
 - `level_facts(levels, params) -> (optimal_return[B], solvable[B])` (optional): what
   evaluation reports beside the policy's return (the gap to optimal); NaN / True without it.
 - `discrete_actions`: `Discrete` actions (a `Categorical` policy) rather than `Box` ones; the
@@ -93,6 +94,7 @@ class UEDEnv:
     level_facts: Callable | None = None
     binary_outcome: bool = True
     discrete_actions: bool = True
+    cores: tuple[str, ...] = ("lstm", "gru", "s5")
     teacher: "TeacherSpec | None" = None
     load_levels: Callable[[str], list] | None = None
     check_training_level: Callable | None = None
@@ -147,3 +149,5 @@ def _entry(module: str, attribute: str) -> Callable[[], UEDEnv]:
 
 
 register("maze", _entry("minimax.envs.maze.spec", "MAZE"))
+register("cartpole", _entry("minimax.envs.classic.spec", "CARTPOLE"))
+register("pendulum", _entry("minimax.envs.classic.spec", "PENDULUM"))

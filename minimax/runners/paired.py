@@ -46,7 +46,7 @@ from flax.training.train_state import TrainState
 
 from minimax.agents.ppo import PPOConfig, create_train_state, ppo_update
 from minimax.curricula.regret import TEACHER_SCORES, teacher_score
-from minimax.metrics import mean_sums, reduce_over_devices
+from minimax.metrics import level_metric_sums, mean_sums, reduce_over_devices
 from minimax.options import check
 from minimax.parallel import NO_SHARD, Shard
 from minimax.runners.design import design_levels, with_final_reward
@@ -268,12 +268,7 @@ class PAIREDRunner:
         out["teacher/count"] = jnp.asarray(self.n, jnp.float32)
         out["teacher/return_sum"] = r.scores.sum()  # the score is the design episode's return
         if self.level_metrics is not None:
-            m = jax.vmap(self.level_metrics)(r.levels)
-            solvable = m["solvable"]
-            out["teacher/n_walls_sum"] = m["n_walls"].astype(jnp.float32).sum()
-            out["teacher/solvable_sum"] = solvable.astype(jnp.float32).sum()
-            out.update(mean_sums("teacher/shortest_path", jnp.where(solvable, m["shortest_path"], 0).sum(),
-                                 solvable.sum()))
+            out.update(level_metric_sums("teacher", jax.vmap(self.level_metrics)(r.levels)))
         metrics = reduce_over_devices(out, self.shard)
         metrics["env_steps"] = jnp.asarray(self.env_steps_per_update, jnp.int32)
         metrics["gradient_updates"] = jnp.ones((), jnp.int32)

@@ -49,7 +49,7 @@ from minimax.curricula.level_buffer import (BufferConfig, LevelBuffer, advance_c
 from minimax.curricula.scores import SCORE_FUNCTIONS, ScoreInputs, rollout_max_return, score_levels
 from minimax.curricula.training_set import (REPLAY_SCHEDULES, TrainingSet, draw_new_seeds, init_training_set,
                                             level_from_seed, mark_seen, replay_probability)
-from minimax.metrics import mean_sums, reduce_over_devices
+from minimax.metrics import level_metric_sums, mean_sums, reduce_over_devices
 from minimax.options import check
 from minimax.parallel import NO_SHARD, Shard
 from minimax.runners.rollout import Rollout, episode_metrics, play_levels
@@ -293,15 +293,7 @@ class PLRFamilyRunner:
             **mean_sums(f"{group}/score", jnp.where(valid, scores, 0.0).sum(), valid.sum(), w),
         }
         if self.level_metrics is not None:
-            m = jax.vmap(self.level_metrics)(levels)
-            solvable = m["solvable"] if "solvable" in m else None
-            for name, value in m.items():
-                value = value.astype(jnp.float32)
-                if name == "shortest_path" and solvable is not None:
-                    out.update(mean_sums(f"{group}/shortest_path", jnp.where(solvable, value, 0.0).sum(),
-                                         solvable.sum(), w))
-                else:
-                    out[f"{group}/{name}_sum"] = w * value.sum()
+            out.update(level_metric_sums(group, jax.vmap(self.level_metrics)(levels), w))
         return {k: jnp.asarray(v, jnp.float32) for k, v in out.items()}
 
     def mutate(self, key, levels, scores, parent_mutations):

@@ -46,6 +46,14 @@ def maze_model(cfg):
                            s5_blocks=m.s5_blocks, s5_layernorm=m.s5_layernorm, s5_scan=m.s5_scan)
 
 
+def level_metrics(level) -> dict:
+    """Walls, solvability and the shortest path of a level for the logs; the path is NaN
+    (undefined: left out of its mean) where the goal cannot be reached."""
+    m = env_metrics(level)
+    path = jnp.where(m["solvable"], m["shortest_path"].astype(jnp.float32), jnp.nan)
+    return {"n_walls": m["n_walls"], "shortest_path": path, "solvable": m["solvable"]}
+
+
 def level_facts(levels, params):
     """Per level of a batch: the optimal return (in-jit shortest path) and whether the goal is reachable."""
     optimal = jax.vmap(optimal_return, in_axes=(0, None))(levels, params.max_steps)
@@ -119,7 +127,7 @@ MAZE = UEDEnv(
     test_suite="dcd12",
     mutators=dict(MUTATORS),  # the first, minimax's, is the default
     level_identity=level_layout,
-    level_metrics=env_metrics,
+    level_metrics=level_metrics,
     level_facts=level_facts,
     binary_outcome=True,
     teacher=TeacherSpec(env=MazeTeacher(), make_params=teacher_params, make_model=teacher_model),

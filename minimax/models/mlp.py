@@ -1,0 +1,94 @@
+"""The student network for vector observations (classic control): an MLP actor-critic.
+
+Observation `[T, N, D]` -> Dense(hidden) + tanh, twice -> optionally a recurrent core (LSTM,
+GRU or S5 from `models/recurrent.py`; `recurrent_cell="none"`, the default, means none) -> a
+policy head and a value head, each one Dense layer. The policy is a `Categorical` over
+`n_actions` when `action_dim == 0`, else a `DiagGaussian` over `action_dim` coordinates whose
+`log_std` is a learned, state-independent parameter (the usual continuous-control PPO choice:
+PureJaxRL, CleanRL).
+
+Initialisation as PureJaxRL's PPO networks: hidden layers orthogonal gain sqrt 2, policy output
+orthogonal gain 0.01 (a near-uniform, near-zero-mean initial policy), value output orthogonal
+gain 1, biases zero, `log_std` = `log_std_init` (0: unit standard deviation, which is the
+scale of Pendulum's default torque bound of 2).
+
+`shared_trunk=False` gives the actor and the critic a trunk each (PureJaxRL's layout, which keeps
+the value loss from shaping the policy's features); a recurrent core needs the shared trunk,
+since one core state serves both heads.
+
+Without a core the network is memoryless and its carry is a dummy `float32[N, 0]`, so every
+runner's carry handling (`initial_carry`, resets, storage in rollouts) works unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from minimax.agents.distributions import Categorical, DiagGaussian
+from minimax.models.recurrent import WithRecurrentCore
+
+NO_CORE = "none"
+
+
+class MLPActorCritic(WithRecurrentCore):
+    """`(carry, obs[T, N, D], reset[T, N]) -> (carry, policy[T, N], value[T, N])`."""
+
+    recurrent_cell: str = NO_CORE
+    recurrent_size: int = 64
+    n_actions: int = 2          # discrete actions (used when action_dim == 0)
+    action_dim: int = 0         # > 0: continuous actions of this many coordinates
+    hidden: int = 64
+    n_hidden_layers: int = 2
+    shared_trunk: bool = True
+    log_std_init: float = 0.0
+
+    @property
+    def has_core(self) -> bool:
+        return self.recurrent_cell != NO_CORE
+
+    def initial_carry(self, batch: int):
+        """The core's zero state, or a dummy `float32[batch, 1]` without a core (one unused zero per env:
+        checkpoints cannot store arrays of size 0)."""
+        if not self.has_core:
+            return jnp.zeros((batch, 1), jnp.float32)
+        return super().initial_carry(batch)
+
+    @nn.compact
+    def __call__(self, carry, obs: jax.Array, reset: jax.Array):
+        if self.has_core and not self.shared_trunk:
+            raise ValueError("MLPActorCritic: a recurrent core needs shared_trunk=True (one core serves both heads)")
+        if self.action_dim < 0 or (self.action_dim == 0 and self.n_actions < 1):
+            raise ValueError(f"MLPActorCritic needs action_dim > 0 or n_actions >= 1, got "
+                             f"action_dim={self.action_dim}, n_actions={self.n_actions}")
+        x = obs.astype(jnp.float32)
+        if self.shared_trunk:
+            h = self._trunk(x, "trunk")
+            if self.has_core:
+                carry, h = self.core("core")(carry, h, reset)
+            h_policy = h_value = h
+        else:
+            h_policy, h_value = self._trunk(x, "policy_trunk"), self._trunk(x, "value_trunk")
+
+        if self.action_dim > 0:
+            mean = nn.Dense(self.action_dim, kernel_init=nn.initializers.orthogonal(0.01),
+                            name="policy_out")(h_policy)
+            log_std = self.param("log_std", nn.initializers.constant(self.log_std_init), (self.action_dim,))
+            # Broadcast to the mean's shape so the policy slices like any [T, N, ...] pytree.
+            policy = DiagGaussian(mean, jnp.broadcast_to(log_std, mean.shape))
+        else:
+            logits = nn.Dense(self.n_actions, kernel_init=nn.initializers.orthogonal(0.01),
+                              name="policy_out")(h_policy)
+            policy = Categorical(logits)
+        value = nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0), name="value_out")(h_value)[..., 0]
+        return carry, policy, value
+
+    def _trunk(self, x, name: str):
+        """`n_hidden_layers` x (Dense(hidden), orthogonal gain sqrt 2, zero bias, tanh)."""
+        for i in range(self.n_hidden_layers):
+            x = nn.tanh(nn.Dense(self.hidden, kernel_init=nn.initializers.orthogonal(math.sqrt(2)),
+                                 name=f"{name}_{i}")(x))
+        return x
