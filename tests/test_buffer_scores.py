@@ -9,7 +9,7 @@ import pytest
 
 from minimax.curricula import level_buffer as lb
 
-from buffer_helpers import POOL, jitted, make_buffer, ref_replay, stack
+from buffer_helpers import POOL, make_buffer, ref_replay, stack
 
 
 # --------------------------------------------------------------------------- 4. replayed levels' scores
