@@ -442,7 +442,12 @@ def _problems(c: TrainConfig):
 
 def _env_problems(c: TrainConfig):
     """The method and evaluation against what the environment offers (`envs/registry.py`)."""
-    spec, env = get_env(c.env.env_name), c.env.env_name
+    env = c.env.env_name
+    try:
+        spec = get_env(env)
+    except ValueError as err:  # an optional package is missing
+        yield str(err)
+        return
     if c.eval.eval_every and c.eval.eval_suite.strip():
         try:
             spec.held_out(c.eval.eval_suite)

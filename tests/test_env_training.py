@@ -59,3 +59,15 @@ def test_cartpole_robust_plr_scores_levels_by_their_outcome(tmp_path):
     with pytest.raises(SystemExit):  # no success on pendulum: learnability has nothing to count
         main(["--env", "pendulum", "--method", "robust_plr", "--score-function", "learnability",
               "--out-dir", str(tmp_path), "--no-progress"])
+
+
+def test_craftax_accel_replays_and_mutates_worlds(tmp_path):
+    pytest.importorskip("craftax")
+    cfg = tiny(tmp_path, **{**CLASSIC, "num_envs": 4, "num_steps": 8, "max_episode_steps": 6, "eval_every": 0,
+                            "num_updates": 4, "log_every": 4, "checkpoint_every": 4, "buffer_size": 8},
+               env="craftax", method="accel")
+    train(cfg)
+    row = read_rows(cfg.run_dir)[-1]
+    assert row["buffer/size"] > 0 and row["cycles"] == 4
+    assert row.get("replay/count") or row.get("mutated/count") or row.get("new/count")
+    assert 0 <= row["new/trees"] and np.isfinite(row["train/return"])

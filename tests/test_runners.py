@@ -20,14 +20,16 @@ TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, n_acti
             teacher_conv_filters=4, teacher_recurrent_size=8, teacher_noise_dim=3, progress=False)
 
 
-ENV_METHODS = [("maze", m) for m in METHODS] + [(env, m) for env in ("cartpole", "pendulum") for m in METHODS
-                                                 if m not in TEACHER_METHODS]  # no design MDP for physics
+ENV_METHODS = [("maze", m) for m in METHODS] + [(env, m) for env in ("cartpole", "pendulum", "craftax")
+                                                 for m in METHODS if m not in TEACHER_METHODS]  # no design MDP there
 
 
 @pytest.mark.parametrize("env, method", ENV_METHODS)
 def test_every_runner_keeps_the_contract(env, method):
     """Every method on every environment: one runner code path, whatever the level pytree and the
     action space (pendulum's continuous torque)."""
+    if env == "craftax":
+        pytest.importorskip("craftax")
     runner = build_runner(TrainConfig.from_options(method=method, env=env, **TINY))
     assert isinstance(runner, Runner)
     assert (runner.num_envs, runner.num_steps) == (4, 8) and runner.local_fields == ()

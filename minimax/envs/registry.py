@@ -116,12 +116,15 @@ class UEDEnv:
 
 
 _REGISTRY: dict[str, Callable[[], UEDEnv]] = {}
+_REQUIRES: dict[str, str] = {}
 
 
-def register(name: str, loader: Callable[[], UEDEnv]) -> None:
+def register(name: str, loader: Callable[[], UEDEnv], requires: str = "") -> None:
     """Register `loader() -> UEDEnv` under `name`. Loaders run on first use, so listing the
-    environments imports none of them (their packages may pull in heavy dependencies)."""
+    environments imports none of them (their packages may pull in heavy dependencies);
+    `requires` names the optional extra whose absence makes `get_env` say what to install."""
     _REGISTRY[name] = loader
+    _REQUIRES[name] = requires
 
 
 def env_names() -> tuple[str, ...]:
@@ -136,7 +139,13 @@ def get_env(name: str) -> UEDEnv:
     if name not in _REGISTRY:
         raise ValueError(f"unknown environment {name!r} (--env); registered: {', '.join(env_names())}")
     if name not in _LOADED:
-        _LOADED[name] = _REGISTRY[name]()
+        try:
+            _LOADED[name] = _REGISTRY[name]()
+        except ImportError as err:
+            if not _REQUIRES.get(name):
+                raise
+            raise ValueError(f"--env {name} needs the optional package {_REQUIRES[name]!r} ({err}): "
+                             f"pip install 'minimax[{_REQUIRES[name]}]'") from None
     return _LOADED[name]
 
 
@@ -151,3 +160,4 @@ def _entry(module: str, attribute: str) -> Callable[[], UEDEnv]:
 register("maze", _entry("minimax.envs.maze.spec", "MAZE"))
 register("cartpole", _entry("minimax.envs.classic.spec", "CARTPOLE"))
 register("pendulum", _entry("minimax.envs.classic.spec", "PENDULUM"))
+register("craftax", _entry("minimax.envs.craftax.spec", "CRAFTAX"), requires="craftax")

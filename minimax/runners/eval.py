@@ -34,16 +34,16 @@ def evaluate_levels(key, apply_fn, params, initial_carry, env, env_params, level
     `steps`: how many env steps the loop executed (a multiple of `chunk_steps`)."""
     n = jax.tree.leaves(levels)[0].shape[0]
     obs, state = jax.vmap(env.reset_to_level, in_axes=(None, 0, None))(key, levels, env_params)
-    step = jax.vmap(env.step, in_axes=(None, 0, 0, None))
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # per-env keys: stochastic dynamics (craftax's mobs)
     zeros = jnp.zeros((n,), jnp.float32)
     init = dict(key=key, state=state, obs=obs, carry=initial_carry, reset=jnp.ones((n,), bool),
                 active=jnp.ones((n,), bool), ret=zeros, solved=jnp.zeros((n,), bool),
                 length=jnp.zeros((n,), jnp.int32), t=jnp.zeros((), jnp.int32))
 
     def one_step(c, _):
-        key, k_act = jax.random.split(c["key"])
+        key, k_act, k_env = jax.random.split(c["key"], 3)
         carry, action, _, _, _ = policy_step(k_act, apply_fn, params, c["carry"], c["obs"], c["reset"], greedy)
-        obs, state, reward, done, info = step(None, c["state"], action, env_params)
+        obs, state, reward, done, info = step(jax.random.split(k_env, n), c["state"], action, env_params)
         active = c["active"]
         return dict(key=key, state=state, obs=obs, carry=carry, reset=jnp.zeros_like(c["reset"]),
                     active=active & ~done, ret=c["ret"] + jnp.where(active, reward, 0.0),
@@ -74,9 +74,9 @@ def trace_episode(key, apply_fn, params, initial_carry, env, env_params, level, 
                 done=jnp.zeros((), bool), ret=jnp.zeros((), jnp.float32), t=jnp.zeros((), jnp.int32), record=record)
 
     def body(c):
-        key, k_act = jax.random.split(c["key"])
+        key, k_act, k_env = jax.random.split(c["key"], 3)
         carry, action, _, _, _ = policy_step(k_act, apply_fn, params, c["carry"], c["obs"], c["reset"], greedy)
-        obs, state, reward, done, _ = env.step(None, c["state"], action[0], env_params)  # no auto-reset
+        obs, state, reward, done, _ = env.step(k_env, c["state"], action[0], env_params)  # no auto-reset
         t = c["t"] + 1
         record = jax.tree.map(lambda r, x: r.at[t].set(x), c["record"], trace_state(state))
         return dict(key=key, state=state, obs=jax.tree.map(batch, obs), carry=carry, reset=jnp.zeros((1,), bool),
