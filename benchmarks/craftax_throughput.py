@@ -28,7 +28,6 @@ import subprocess
 import time
 
 import jax
-import jax.numpy as jnp
 from craftax.craftax_classic.envs.craftax_symbolic_env import (
     CraftaxClassicSymbolicEnv, CraftaxClassicSymbolicEnvNoAutoReset,
 )
