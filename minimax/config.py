@@ -166,7 +166,8 @@ def _group(cls):
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    """Train a student on AMaze with an autocurriculum (domain randomisation, PLR, ACCEL, PAIRED)."""
+    """Train a student with an autocurriculum (domain randomisation, PLR, ACCEL, PAIRED) on a UED environment
+    (--env: AMaze by default, cartpole, pendulum, craftax)."""
 
     # ---------------------------------------------------------------- run
     preset: PresetName = "dr"
@@ -223,7 +224,7 @@ class TrainConfig:
     """Multi-host: this process's index (or JAX_PROCESS_ID); -1 = from the environment."""
 
     env: EnvConfig = _group(EnvConfig)
-    """The environment: maze size, step budget, observations, level generator and mutator."""
+    """The environment (--env) and its options: maze size, step budget, observations, level generator, mutator."""
     model: ModelConfig = _group(ModelConfig)
     """The student network."""
     ppo: PPOConfig = _group(PPOConfig)
