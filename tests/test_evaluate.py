@@ -201,7 +201,7 @@ def test_evaluate_command_end_to_end(run_dirs, tmp_path, capsys):
     if rates[0] != rates[1]:
         assert s["ci_low"] == pytest.approx(mean_ci(rates)[1])
     per_run = (out / "per_run.csv").read_text().splitlines()
-    assert per_run[0] == "run,seed,checkpoint,maze,solved_rate,return,length,gap" and len(per_run) == 1 + 2 * 4
+    assert per_run[0] == "run,seed,checkpoint,level,solved_rate,return,length,gap" and len(per_run) == 1 + 2 * 4
     assert (out / "gifs" / "r0-seed0" / "SixteenRooms.gif").stat().st_size > 0
     assert "suite mean" in capsys.readouterr().out
 
@@ -217,7 +217,7 @@ def test_runs_of_different_configs_are_not_pooled_unless_asked(run_dirs, tmp_pat
     assert "summary" not in doc  # no single interval over two experiments
     assert "dr (lr=0.001): other-lr/seed0" in capsys.readouterr().out
     summary_csv = (tmp_path / "grouped" / "summary.csv").read_text().splitlines()
-    assert summary_csv[0].startswith("group,maze") and any(line.startswith("dr (lr=0.001),") for line in summary_csv)
+    assert summary_csv[0].startswith("group,level") and any(line.startswith("dr (lr=0.001),") for line in summary_csv)
     evaluate_main([*args, "--pool", "--out", str(tmp_path / "pooled")])
     doc = json.loads((tmp_path / "pooled" / "results.json").read_text())
     assert len(doc["groups"]) == 1 and doc["summary"]["suite_mean"]["solved_rate"]["n"] == 3
