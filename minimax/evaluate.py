@@ -328,6 +328,8 @@ def evaluate(args: EvaluateConfig) -> dict:
     spec = runs_env(args.runs)
     if args.gif and spec.render_episode is None:
         raise EvaluateError(f"--gif: --env {spec.name} does not render episodes")
+    if args.cvar and not spec.binary_outcome:
+        raise EvaluateError(f"--cvar ranks levels by solved rate; --env {spec.name} has no success outcome")
     mazes = load_mazes(args.suite, list(args.levels), spec)
     policies = [p for run in args.runs for p in load_policies(run, args.checkpoint)]
     out_dir = Path(args.out)

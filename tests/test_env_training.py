@@ -71,3 +71,12 @@ def test_craftax_accel_replays_and_mutates_worlds(tmp_path):
     assert row["buffer/size"] > 0 and row["cycles"] == 4
     assert row.get("replay/count") or row.get("mutated/count") or row.get("new/count")
     assert 0 <= row["new/trees"] and np.isfinite(row["train/return"])
+
+
+def test_evaluate_refuses_what_an_environment_cannot_report(pendulum_accel, tmp_path, capsys):
+    for flag in (["--cvar", "10"], ["--gif"]):
+        with pytest.raises(SystemExit):
+            evaluate_main([str(pendulum_accel.run_dir), *flag, "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert "--cvar ranks levels by solved rate; --env pendulum has no success outcome" in err
+    assert "--gif: --env pendulum does not render episodes" in err

@@ -1,4 +1,6 @@
-"""Environments: the gymnax-style API with levels as first-class values, and AMaze."""
+"""Environments: the gymnax-style API with levels as first-class values, the registry of UED
+environments (`registry.py`, `--env`), and the environments: AMaze (`maze/`), CartPole and
+Pendulum (`classic/`), Craftax-Classic (`craftax/`, optional)."""
 
 from minimax.envs.environment import Box, Dict, Discrete, Environment
 from minimax.envs.wrappers import GenerateAutoReset, ReplayAutoReset, Wrapper
