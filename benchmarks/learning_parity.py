@@ -203,6 +203,7 @@ def train(args, out: Path) -> None:
     from minimax.checkpoint import Checkpointer  # noqa: PLC0415
     from minimax.devices import distribute_init, distribute_step, to_host  # noqa: PLC0415
     from minimax.build import build_runner, device_layout  # noqa: PLC0415
+    from minimax.config import TrainConfig  # noqa: PLC0415
     from minimax.train import make_chunk, seed_keys  # noqa: PLC0415
 
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
@@ -215,6 +216,11 @@ def train(args, out: Path) -> None:
             raise ParityError(f"--resume: no run to resume in {out} (no run.json)")
         info = json.loads(info_path.read_text())
         keep_schedule = cfg.ppo.anneal_lr  # the learning-rate schedule depends on num_updates
+        # Compared with the environment's defaults filled in on both sides, so a run saved before
+        # those defaults moved into the environments (250 steps, 'validation') resumes.
+        config_dict = cfg.effective_options()
+        saved = {k: v for k, v in info["config"].items() if v is not None and k in config_dict}
+        info = {**info, "config": {**config_dict, **TrainConfig.from_options(**saved).effective_options()}}
         changed = [k for k in config_dict if config_dict[k] != info["config"].get(k)
                    and not (k in RUN_INFO_KEYS_FREE and not keep_schedule)]
         if changed or info["chunk"] != args.chunk:

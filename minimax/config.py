@@ -267,6 +267,20 @@ class TrainConfig:
         """`{option: value}` by flat option name (the flag without dashes), groups included."""
         return {name: getattr(getattr(self, g) if g else self, field) for name, (g, field) in OPTIONS.items()}
 
+    def effective_options(self) -> dict:
+        """`options()` with the environment's defaults filled in where an option says "the env's
+        own" (`--max-episode-steps 0`, `--eval-suite ''`, `--mutator ''`), so configs saved before
+        those defaults moved into the environments compare equal to today's."""
+        out = self.options()
+        try:
+            spec = get_env(self.env.env_name)
+        except ValueError:
+            return out
+        out["max_episode_steps"] = spec.make_params(self.env).max_steps
+        out["eval_suite"] = self.eval.eval_suite.strip() or spec.default_suite
+        out["mutator"] = self.env.mutator or next(iter(spec.mutators), "")
+        return out
+
     def replace(self, **options) -> "TrainConfig":
         """This config with options changed, given by flat option name (`lr=1e-3, buffer_size=100`)."""
         unknown = sorted(set(options) - set(OPTIONS))

@@ -76,3 +76,15 @@ def test_an_entry_supplies_every_part_of_a_run():
     assert [m.name for m in eval_levels(cfg)] == ["SixteenRooms", "Labyrinth", "StandardMaze"]  # its default suite
     assert cfg.env.max_episode_steps == 16 and TrainConfig().env.max_episode_steps == 0
     assert env_spec(TrainConfig()).make_params(TrainConfig().env).max_steps == 250  # 0: the env's own budget
+
+
+def test_configs_saved_before_the_environment_defaults_mean_the_same():
+    """Runs saved with the maze's values written out (250 steps, 'validation', 'minimax') compare
+    equal to today's "the environment's own" defaults (0, '', ''), so they resume and compare."""
+    old = TrainConfig.from_options(preset="accel", method="accel", max_episode_steps=250, eval_suite="validation",
+                                   mutator="minimax")
+    new = TrainConfig.from_options(preset="accel", method="accel")
+    assert old.options() != new.options() and old.effective_options() == new.effective_options()
+    assert TrainConfig.from_options(max_episode_steps=100).effective_options() != new.effective_options()
+    cartpole = TrainConfig.from_options(env="cartpole").effective_options()
+    assert (cartpole["max_episode_steps"], cartpole["eval_suite"], cartpole["mutator"]) == (500, "grid", "perturb")
