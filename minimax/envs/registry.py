@@ -42,7 +42,20 @@ What an entry provides, and why each piece exists:
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import Any, Callable
+
+
+def check_n_edits(n_edits) -> int:
+    """A mutator factory's `n_edits` as an int, or a `ValueError` naming the bad value (every
+    environment's mutators take the same argument, so they check it the same way)."""
+    try:
+        n = operator.index(n_edits)
+    except TypeError:
+        raise ValueError(f"n_edits must be a non-negative integer, got {n_edits!r}") from None
+    if isinstance(n_edits, bool) or n < 0:
+        raise ValueError(f"n_edits must be a non-negative integer, got {n_edits!r}")
+    return n
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

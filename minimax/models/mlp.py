@@ -46,6 +46,15 @@ class MLPActorCritic(WithRecurrentCore):
     shared_trunk: bool = True
     log_std_init: float = 0.0
 
+    @classmethod
+    def from_options(cls, model, n_actions: int = 0, action_dim: int = 0) -> "MLPActorCritic":
+        """The student of a run's model options (`config.ModelConfig`: `--mlp-hidden`, the core
+        and its S5 shape) for `n_actions` discrete or `action_dim` continuous actions."""
+        return cls(n_actions=n_actions, action_dim=action_dim, hidden=model.mlp_hidden,
+                   recurrent_cell=model.recurrent_cell, recurrent_size=model.recurrent_size,
+                   s5_layers=model.s5_layers, s5_blocks=model.s5_blocks, s5_layernorm=model.s5_layernorm,
+                   s5_scan=model.s5_scan)
+
     @property
     def has_core(self) -> bool:
         return self.recurrent_cell != NO_CORE

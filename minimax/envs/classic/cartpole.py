@@ -24,11 +24,11 @@ from flax import struct
 from gymnax.environments.classic_control import cartpole as gx
 
 from minimax.envs.classic.common import (
-    check_max_steps, check_n_edits, check_ranges, check_step_fraction, draw_uniform, fmt, perturb_uniform,
+    check_max_steps, check_ranges, check_step_fraction, draw_uniform, fmt, perturb_uniform,
     time_limit, unknown_suite,
 )
 from minimax.envs.environment import Box, Discrete, Environment
-from minimax.envs.registry import HeldOutLevel
+from minimax.envs.registry import HeldOutLevel, check_n_edits
 
 _GYMNAX = gx.CartPole()
 _GYMNAX_DEFAULTS = gx.EnvParams()  # gymnax's CartPole-v1 constants, read rather than copied

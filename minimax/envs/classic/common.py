@@ -84,17 +84,6 @@ def time_limit(time: jax.Array, terminated: jax.Array, max_steps: int) -> tuple[
     return terminated | truncated, truncated
 
 
-def check_n_edits(n_edits) -> int:
-    """`n_edits` as an int, or `ValueError` unless it is a non-negative integer."""
-    try:
-        n = operator.index(n_edits)
-    except TypeError:
-        raise ValueError(f"n_edits must be a non-negative integer, got {n_edits!r}") from None
-    if isinstance(n_edits, bool) or n < 0:
-        raise ValueError(f"n_edits must be a non-negative integer, got {n_edits!r}")
-    return n
-
-
 def check_step_fraction(step_fraction) -> float:
     """`step_fraction` as a float, or `ValueError` unless it is in (0, 1]."""
     s = float(step_fraction)

@@ -22,13 +22,14 @@ branching on traced values.
 
 from __future__ import annotations
 
-import operator
 from typing import Callable
 
 import jax
 import jax.numpy as jnp
 from craftax.craftax_classic.constants import BlockType
 from craftax.craftax_classic.envs.craftax_state import EnvState
+
+from minimax.envs.registry import check_n_edits
 
 Mutator = Callable[[jax.Array, EnvState], EnvState]
 
@@ -38,21 +39,10 @@ EDIT_TILES = (
 )
 
 
-def _check_n_edits(n_edits) -> int:
-    """`n_edits` as a non-negative int, or a ValueError naming the bad value."""
-    try:
-        n = operator.index(n_edits)
-    except TypeError:
-        raise ValueError(f"n_edits must be a non-negative integer, got {n_edits!r}") from None
-    if isinstance(n_edits, bool) or n < 0:
-        raise ValueError(f"n_edits must be a non-negative integer, got {n_edits!r}")
-    return n
-
-
 def make_world_mutator(n_edits: int) -> Mutator:
     """`mutate(key, level) -> level` rewriting `n_edits` random tiles (never the start cell) to
     random tiles of `EDIT_TILES`."""
-    n = _check_n_edits(n_edits)
+    n = check_n_edits(n_edits)
     tiles = jnp.asarray([t.value for t in EDIT_TILES], jnp.int32)
 
     def mutate(key, level: EnvState) -> EnvState:

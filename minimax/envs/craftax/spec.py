@@ -23,10 +23,7 @@ def craftax_params(options) -> CraftaxParams:
 def craftax_model(cfg):
     from minimax.models.mlp import MLPActorCritic  # noqa: PLC0415 (models sit beside envs, not below)
 
-    m = cfg.model
-    return MLPActorCritic(n_actions=NUM_ACTIONS, hidden=m.mlp_hidden, recurrent_cell=m.recurrent_cell,
-                          recurrent_size=m.recurrent_size, s5_layers=m.s5_layers, s5_blocks=m.s5_blocks,
-                          s5_layernorm=m.s5_layernorm, s5_scan=m.s5_scan)
+    return MLPActorCritic.from_options(cfg.model, n_actions=NUM_ACTIONS)
 
 
 CRAFTAX = UEDEnv(

@@ -14,7 +14,6 @@ mutators jit, vmap and scan like the generators.
 
 from __future__ import annotations
 
-import operator
 from enum import IntEnum
 from typing import Callable
 
@@ -23,6 +22,7 @@ import jax.numpy as jnp
 
 from minimax.envs.maze.generators import sample_cell
 from minimax.envs.maze.level import Level
+from minimax.envs.registry import check_n_edits
 
 Mutator = Callable[[jax.Array, Level], Level]
 
@@ -40,16 +40,6 @@ class FourEdit(IntEnum):
     REMOVE_WALL = 1
     MOVE_AGENT = 2
     MOVE_GOAL = 3
-
-
-def _check_n_edits(n_edits) -> int:
-    try:
-        n = operator.index(n_edits)
-    except TypeError:
-        raise ValueError(f"n_edits must be a non-negative integer, got {n_edits!r}") from None
-    if isinstance(n_edits, bool) or n < 0:
-        raise ValueError(f"n_edits must be a non-negative integer, got {n_edits!r}")
-    return n
 
 
 def _cell_mask(shape: tuple[int, int], pos: jax.Array) -> jax.Array:
@@ -95,7 +85,7 @@ def make_minimax_mutator(n_edits: int) -> Mutator:
     The agent's position and direction never change. Unlike minimax, an edit without a
     legal target is a no-op instead of sampling from an all-zero distribution.
     """
-    n_edits = _check_n_edits(n_edits)
+    n_edits = check_n_edits(n_edits)
 
     def edit(key: jax.Array, level: Level, kind: jax.Array) -> Level:
         walls = level.wall_map
@@ -129,7 +119,7 @@ def make_four_edit_mutator(n_edits: int) -> Mutator:
     An edit without a legal target (no free cell to wall or move to, no wall to remove) is
     a no-op.
     """
-    n_edits = _check_n_edits(n_edits)
+    n_edits = check_n_edits(n_edits)
 
     def edit(key: jax.Array, level: Level, kind: jax.Array) -> Level:
         walls = level.wall_map
