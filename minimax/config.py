@@ -140,15 +140,15 @@ def s5_problem(size, model: "ModelConfig", size_flag: str) -> str | None:
 
 @dataclasses.dataclass(frozen=True)
 class EvalConfig:
-    """Periodic evaluation on held-out mazes during training."""
+    """Periodic evaluation on held-out levels during training."""
 
     eval_every: int = 100
-    """Evaluate on the --eval-suite mazes every this many updates (a multiple of --log-every; 0 = never)."""
+    """Evaluate on the --eval-suite levels every this many updates (a multiple of --log-every; 0 = never)."""
     eval_suite: str = ""
     """Held-out levels for periodic evaluation: a suite of the environment (maze: validation, dcd12, or
     comma-separated maze names) or empty for the environment's default (maze: validation)."""
     eval_episodes: int = 10
-    """Episodes per evaluation maze (parallel envs; each env's first episode counts)."""
+    """Episodes per evaluation level (parallel envs; each env's first episode counts)."""
     eval_greedy: bool = False
     """Evaluate with the most likely action instead of sampling."""
 
@@ -230,7 +230,7 @@ class TrainConfig:
     ppo: PPOConfig = _group(PPOConfig)
     """PPO (minimax.agents.ppo.PPOConfig)."""
     eval: EvalConfig = _group(EvalConfig)
-    """Periodic evaluation on held-out mazes."""
+    """Periodic evaluation on held-out levels."""
     buffer: BufferConfig = _group(BufferConfig)
     """The PLR family's level buffer (minimax.curricula.level_buffer.BufferConfig)."""
     curriculum: CurriculumConfig = _group(CurriculumConfig)

@@ -123,7 +123,7 @@ def load_mazes(suite: str, level_files: list[str], spec: UEDEnv | None = None):
         raise EvaluateError(str(e)) from None
     names = [m.name for m in mazes]
     if len(set(names)) != len(names):
-        raise EvaluateError(f"a maze is named twice: {sorted({n for n in names if names.count(n) > 1})}")
+        raise EvaluateError(f"a held-out level is named twice: {sorted({n for n in names if names.count(n) > 1})}")
     if not mazes:
         raise EvaluateError("nothing to evaluate on: give --suite or --levels")
     return mazes
@@ -275,7 +275,7 @@ class EvaluateConfig:
     levels: tuple[str, ...] = ()
     """Level files of the runs' environment (maze: the text format of minimax.envs.maze.ood.load_level_file)."""
     episodes: int = 100
-    """Episodes per maze (parallel envs; each env's first episode counts)."""
+    """Episodes per held-out level (parallel envs; each env's first episode counts)."""
     checkpoint: int | None = None
     """The update to evaluate (default: the latest checkpoint)."""
     greedy: bool = False
@@ -288,7 +288,7 @@ class EvaluateConfig:
     cvar_episodes: int = 10
     """Episodes per sampled level."""
     gif: bool = False
-    """Write one animated episode per maze and run under <out>/gifs/."""
+    """Write one animated episode per held-out level and run under <out>/gifs/."""
     out: str = "eval_results"
     """Output directory for results.json and the CSVs."""
     seed: int = 0
