@@ -17,7 +17,7 @@ from minimax.curricula.training_set import LevelSet
 from minimax.devices import DeviceLayout, plan_layout
 from minimax.envs.registry import UEDEnv, get_env
 from minimax.parallel import NO_SHARD, Shard
-from minimax.runners import RUNNERS, DRRunner, PAIREDRunner
+from minimax.runners import RUNNERS, DRRunner, PAIREDRunner, SFLRunner
 from minimax.runners.eval import EvalRunner, SuiteEvaluator
 
 
@@ -104,6 +104,9 @@ def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD):
     args = (make_env(cfg), env_params(cfg), generator, make_model(cfg), ppo_config(cfg), cfg.num_envs, cfg.num_steps)
     if runner is DRRunner:
         return DRRunner(*args, shard=shard, restart_each_update=cfg.env.dr_restart_each_update)
+    if runner is SFLRunner:
+        return SFLRunner(*args, sfl=cfg.sfl, level_metrics=spec.level_metrics, level_facts=spec.level_facts,
+                         shard=shard)
     mutator = spec.make_mutator(cfg.env.mutator, cfg.curriculum.n_mutations) if runner.mutates else None
     return runner(*args, buffer=cfg.buffer, curriculum=cfg.curriculum, mutator=mutator,
                   level_metrics=spec.level_metrics, level_identity=spec.level_identity, shard=shard,
@@ -113,11 +116,12 @@ def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD):
 def device_layout(cfg: TrainConfig) -> DeviceLayout:
     """Seeds and devices of `cfg` as a mesh; bad combinations are `DeviceError`s naming the flags."""
     runner, cur = RUNNERS[cfg.method], cfg.curriculum
-    plr_family = runner not in (DRRunner, PAIREDRunner)
+    plr_family = runner not in (DRRunner, PAIREDRunner, SFLRunner)
     per_device_buffer = plr_family and not cfg.global_buffer
     subsample = cur.mutation_subsample if plr_family and runner.mutates and cur.mutation_criterion != "batch" else 0
+    sampled = (("--sfl-batch-levels", cfg.sfl.sfl_batch_levels),) if runner is SFLRunner else ()
     return plan_layout(cfg.seed_list, cfg.devices, cfg.num_envs,
-                       cfg.buffer.capacity if per_device_buffer else None, subsample)
+                       cfg.buffer.capacity if per_device_buffer else None, subsample, sampled)
 
 
 def evaluated_params(cfg: TrainConfig, params, multi_seed: bool):

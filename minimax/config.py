@@ -3,7 +3,8 @@
 `TrainConfig` holds the experiment's own options (seeds, run directory, logging, devices) and
 one group per component: `env`, `model`, `ppo` (`agents.ppo.PPOConfig`), `eval`, `buffer`
 (`curricula.level_buffer.BufferConfig`), `curriculum` (`runners.plr_family.CurriculumConfig`),
-`teacher` (`runners.paired.TeacherConfig`, the learned teacher of PAIRED and relatives).
+`teacher` (`runners.paired.TeacherConfig`, the learned teacher of PAIRED and relatives), `sfl`
+(`runners.sfl.SFLConfig`, Sampling For Learnability's level sampling).
 A group is the single home of its options (field, default, docstring = `--help`, its own
 checks); `TrainConfig` adds the checks across groups. Flags stay flat (`--lr`, `--buffer-size`),
 `config.json` is the tree, and flat `config.json` files of older runs still load.
@@ -30,15 +31,16 @@ from minimax.models.s5 import s5_shape_problem
 from minimax.options import ConfigError, check, flag, flag_names, flatten, option_table, raise_problems
 from minimax.runners.paired import TeacherConfig, population_problem
 from minimax.runners.plr_family import CurriculumConfig
+from minimax.runners.sfl import SFLConfig
 
 Method = Literal["dr", "plr", "robust_plr", "parallel_plr", "accel", "parallel_accel", "paired", "pop_paired",
-                 "minimax_adversary"]
+                 "minimax_adversary", "sfl"]
 METHODS: tuple[str, ...] = typing.get_args(Method)
 PLR_METHODS = ("plr", "robust_plr", "parallel_plr", "accel", "parallel_accel")
 MUTATION_METHODS = ("accel", "parallel_accel")
 TEACHER_METHODS = ("paired", "pop_paired", "minimax_adversary")
 PresetName = Literal["dr", "plr", "accel", "pplr", "paccel", "paired", "pop_paired", "minimax_adversary",
-                     "dr_s5", "plr_s5", "accel_s5", "pplr_s5", "paccel_s5", "paired_s5"]
+                     "dr_s5", "plr_s5", "accel_s5", "pplr_s5", "paccel_s5", "paired_s5", "sfl"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,7 +176,7 @@ class TrainConfig:
     """Start from this method's published configuration; other options override single values."""
     method: Method = "dr"
     """Autocurriculum: dr (domain randomisation), plr, robust_plr, parallel_plr, accel, parallel_accel, paired,
-    pop_paired (population PAIRED), minimax_adversary."""
+    pop_paired (population PAIRED), minimax_adversary, sfl (Sampling For Learnability)."""
     seed: int = 0
     """Random seed: the same seed and config give the same run, number for number (on one backend)."""
     seeds: str = ""
@@ -237,6 +239,8 @@ class TrainConfig:
     """How the PLR family uses its buffer (minimax.runners.plr_family.CurriculumConfig)."""
     teacher: TeacherConfig = _group(TeacherConfig)
     """The learned teacher of paired, pop_paired and minimax_adversary (minimax.runners.paired.TeacherConfig)."""
+    sfl: SFLConfig = _group(SFLConfig)
+    """Sampling For Learnability's level sampling and training set (minimax.runners.sfl.SFLConfig)."""
 
     def __post_init__(self):
         raise_problems(_problems(self))
@@ -351,7 +355,8 @@ RETIRED = ("max_search_rollouts",)
 step's gradient-free search, from before a PLR-family step became one cycle."""
 
 GROUPS: dict[str, type] = {"env": EnvConfig, "model": ModelConfig, "ppo": PPOConfig, "eval": EvalConfig,
-                           "buffer": BufferConfig, "curriculum": CurriculumConfig, "teacher": TeacherConfig}
+                           "buffer": BufferConfig, "curriculum": CurriculumConfig, "teacher": TeacherConfig,
+                           "sfl": SFLConfig}
 
 
 OPTIONS, OPTION_TYPES = option_table(TrainConfig, GROUPS)
@@ -453,6 +458,16 @@ def _problems(c: TrainConfig):
         yield from _curriculum_problems(c)
     if c.method in TEACHER_METHODS:
         yield from _teacher_problems(c)
+    if c.method == "sfl":
+        yield from c.sfl.problems(c.num_envs, _episode_limit(c))
+
+
+def _episode_limit(c: TrainConfig) -> int | None:
+    """The training levels' episode step limit, when the environment can be loaded."""
+    try:
+        return get_env(c.env.env_name).make_params(c.env).max_steps
+    except ValueError:
+        return None
 
 
 def _env_problems(c: TrainConfig):
@@ -482,6 +497,9 @@ def _env_problems(c: TrainConfig):
     if c.curriculum.score_function in ("least_confidence", "min_margin") and not spec.discrete_actions:
         yield (f"--score-function {c.curriculum.score_function} needs discrete actions; --env {env} has "
                f"continuous ones")
+    if c.method == "sfl" and not spec.binary_outcome:
+        yield (f"--method sfl scores levels by how often their episodes succeed; --env {env} has no success "
+               f"outcome (SFL needs episodes that succeed or fail: maze, cartpole)")
     if c.curriculum.score_function == "learnability" and not spec.binary_outcome:
         yield f"--score-function learnability needs episodes that succeed or fail; --env {env} has no such outcome"
 
@@ -599,7 +617,25 @@ def _preset(name: str) -> TrainConfig:
     return TrainConfig.from_options(**values)
 
 
-PRESETS: dict[str, TrainConfig] = {name: _preset(name) for name in (*TABLE_5, *TABLE_6)}
-"""The minimax report's maze configurations, by preset name: with an LSTM student (its Table 5; the
-learned-teacher presets share Table 5's PAIRED column) and with an S5 student (its Table 6, `*_s5`;
-the S5 PAIRED teacher keeps Table 5's LSTM network, as the report replaces the student's LSTM only)."""
+SFL_MAZE = dict(preset="sfl", method="sfl", num_updates=4500, num_envs=256, num_steps=256, lr=2.5e-4, anneal_lr=True,
+                gamma=0.99, gae_lambda=0.95, n_epochs=4, n_minibatches=4, clip_eps=0.04, clip_value=True,
+                entropy_coef=0.0, value_coef=0.5, max_grad_norm=0.5, adam_eps=1e-5, n_walls=60, maze_height=13,
+                maze_width=13, normalize_obs=True, recurrent_cell="lstm", recurrent_size=256, eval_every=100,
+                eval_episodes=10, checkpoint_every=500)
+"""SFL's authors' MiniGrid maze run (`amacrutherford/sampling-for-learnability`, `sfl/train/config/
+minigrid-sfl.yaml` with `env/minigrid.yaml` and `learning/ippo-minigrid.yaml`): 256 envs x 256 steps,
+4 epochs x 4 minibatches, clip 0.04 (ratio and value), gamma 0.99, lambda 0.95, no entropy bonus,
+lr 2.5e-4 annealed linearly, 4,500 updates (the 45 blocks of 100 its loop runs of the nominal 4,577),
+60-wall 13x13 mazes; the sampling options are `SFLConfig`'s defaults. docs/DESIGN.md lists each
+value's source and where we differ."""
+
+
+def _sfl_preset() -> TrainConfig:
+    return TrainConfig.from_options(**SFL_MAZE)
+
+
+PRESETS: dict[str, TrainConfig] = {**{name: _preset(name) for name in (*TABLE_5, *TABLE_6)}, "sfl": _sfl_preset()}
+"""The methods' published maze configurations, by preset name: the minimax report's with an LSTM
+student (its Table 5; the learned-teacher presets share Table 5's PAIRED column) and with an S5
+student (its Table 6, `*_s5`; the S5 PAIRED teacher keeps Table 5's LSTM network, as the report
+replaces the student's LSTM only), and SFL's authors' (`sfl`)."""

@@ -96,9 +96,10 @@ class DeviceLayout:
 
 
 def plan_layout(seeds, devices: int = 0, num_envs: int | None = None, buffer_size: int | None = None,
-                mutation_subsample: int = 0) -> DeviceLayout:
+                mutation_subsample: int = 0, other_splits: tuple = ()) -> DeviceLayout:
     """The mesh for `seeds` on `devices` devices (0 = all), checked against the batch sizes
-    that must split evenly over the data axis; errors say what to change."""
+    that must split evenly over the data axis (`other_splits`: more `(flag, value)` pairs, e.g.
+    SFL's sampled batch); errors say what to change."""
     available = jax.devices()
     d = devices or len(available)
     if d > len(available):
@@ -111,7 +112,7 @@ def plan_layout(seeds, devices: int = 0, num_envs: int | None = None, buffer_siz
     seed_devices = math.gcd(len(seeds), d)
     data_devices = d // seed_devices
     for name, value in (("--num-envs", num_envs), ("--buffer-size", buffer_size),
-                        ("--mutation-subsample", mutation_subsample)):
+                        ("--mutation-subsample", mutation_subsample), *other_splits):
         if value and value % data_devices:
             raise DeviceError(f"{name} ({value}) must be divisible by the {data_devices} devices the env batch is "
                               f"split over (--devices {d} with {len(seeds)} seed(s)); change {name} or --devices")

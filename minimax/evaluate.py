@@ -3,8 +3,9 @@
 For each run directory: read its saved config, rebuild its model, restore the latest (or
 `--checkpoint`) parameters, and evaluate them with `EvalRunner` on the held-out levels of
 the runs' environment (`--suite`, default its benchmark suite: AMaze's dcd12) and any `--levels` files; with `--cvar M`, also on M levels sampled from the run's training
-generator (the SFL paper's robustness protocol: mean solved rate on the worst `--alpha`
-fraction of solvable levels). Every run (seed) is one sample: the table reports per maze
+generator (the SFL paper's robustness protocol: M solvable levels, each played by 10 envs for a
+whole step budget; the worst `--alpha` fractions are picked by one such evaluation and their
+solved rate measured by a second, independent one). Every run (seed) is one sample: the table reports per maze
 the mean and a 95% Student-t confidence interval across them, plus the suite mean. Runs of
 different experiments (configs that differ in more than seeds and bookkeeping) are never
 pooled silently: each experiment gets its own table and interval, unless `--pool` asks for one. Results
@@ -33,7 +34,7 @@ from minimax.envs.images import save_gif
 from minimax.envs.registry import UEDEnv, get_env
 from minimax.runners import RUNNERS
 from minimax.runners.eval import EvalRunner
-from minimax.stats import cvar, mean_ci
+from minimax.stats import cvar_of_worst, mean_ci
 
 METRICS = ("solved_rate", "return", "length", "gap")
 
@@ -151,6 +152,21 @@ class PolicyEvaluator:
         key = tuple(sorted(dataclasses.asdict(cfg.env).items()))
         return self._generators.setdefault(key, level_generator(cfg))  # one object: its program is reused
 
+    def cvar(self, policy: Policy, key) -> dict:
+        """The SFL paper's CVaR evaluation (`eval_minigrid_*.py` of its code): `--cvar` solvable
+        levels from the run's generator; each played by `--cvar-episodes` envs for a whole step
+        budget (every completed episode counts); levels ranked by one such pass and measured by a
+        second, independent one (so the worst levels' rate is not biased down by the selection)."""
+        s, cfg = self.settings, policy.cfg
+        runner, params = self.runner(cfg, s.cvar_episodes), env_params(cfg)
+        k_levels, k_rank, k_measure = jax.random.split(key, 3)
+        levels, drawn = runner.sample_solvable(k_levels, self.generator(cfg), s.cvar, params)
+        rank = runner.success_rates(k_rank, policy.params, levels, params)
+        measured = runner.success_rates(k_measure, policy.params, levels, params)
+        return {"levels": int(s.cvar), "drawn": drawn, "unsolvable": drawn - int(s.cvar), "episodes": s.cvar_episodes,
+                "alpha": list(s.alpha), "mean_solved_rate": float(measured.mean()),
+                **{f"cvar@{a:g}": cvar_of_worst(rank, measured, a) for a in s.alpha}}
+
     def __call__(self, policy: Policy, mazes, out_dir: Path) -> dict:
         """One policy's results: per maze summaries, and CVaR results when asked."""
         s = self.settings
@@ -160,13 +176,7 @@ class PolicyEvaluator:
                   **({"agent": policy.agent} if policy.agent else {}),
                   "mazes": {name: r.summary() for name, r in runner.evaluate_held_out(key, policy.params, mazes).items()}}
         if s.cvar:
-            sampled = self.runner(policy.cfg, s.cvar_episodes).evaluate_sampled(
-                jax.random.fold_in(key, 1), policy.params, self.generator(policy.cfg), s.cvar, env_params(policy.cfg))
-            rates = sampled.solved_rate[sampled.solvable]
-            result["cvar"] = {"levels": int(s.cvar), "unsolvable": int((~sampled.solvable).sum()),
-                              "alpha": s.alpha, "episodes": s.cvar_episodes,
-                              "mean_solved_rate": float(rates.mean()) if rates.size else float("nan"),
-                              "cvar_solved_rate": cvar(rates, s.alpha) if rates.size else float("nan")}
+            result["cvar"] = self.cvar(policy, jax.random.fold_in(key, 1))
         if s.gif:
             spec = env_spec(policy.cfg)
             for i, maze in enumerate(mazes):
@@ -190,7 +200,8 @@ def summarize(results: list[dict], mazes) -> dict:
     summary["suite_mean"] = {k: stat([np.mean([r["mazes"][m.name][k] for m in mazes]) for r in results])
                              for k in METRICS}
     if all("cvar" in r for r in results) and results:
-        summary["cvar"] = {k: stat([r["cvar"][k] for r in results]) for k in ("mean_solved_rate", "cvar_solved_rate")}
+        names = ["mean_solved_rate"] + [k for k in results[0]["cvar"] if k.startswith("cvar@")]
+        summary["cvar"] = {k: stat([r["cvar"][k] for r in results]) for k in names}
     return summary
 
 
@@ -210,9 +221,10 @@ def write_results(out_dir: Path, results: list[dict], groups: list[dict], settin
         for r in results:
             for name, m in r["mazes"].items():
                 writer.writerow([r["run"], r["seed"], r["checkpoint"], name, *(clean(m[k]) for k in METRICS)])
-            if "cvar" in r:
-                writer.writerow([r["run"], r["seed"], r["checkpoint"], f"cvar@{r['cvar']['alpha']}",
-                                 r["cvar"]["cvar_solved_rate"], "", "", ""])
+            for name, value in r.get("cvar", {}).items():
+                if name.startswith("cvar@") or name == "mean_solved_rate":
+                    writer.writerow([r["run"], r["seed"], r["checkpoint"], "sampled" if name == "mean_solved_rate"
+                                     else name, value, "", "", ""])
     with (out_dir / "summary.csv").open("w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["group", "level", "metric", "mean", "ci_low", "ci_high", "n"])
@@ -259,8 +271,8 @@ def print_table(summary: dict, mazes) -> None:
         print(f"{name:<{width}}  {cell(s['solved_rate']):<28}  {cell(s['return']):<28}")
     if "cvar" in summary:
         c = summary["cvar"]
-        print(f"sampled levels: mean solved rate {cell(c['mean_solved_rate'])}, "
-              f"CVaR {cell(c['cvar_solved_rate'])}")
+        print(f"sampled levels: mean solved rate {cell(c['mean_solved_rate'])}; CVaR (solved rate of the worst "
+              f"alpha of them): " + ", ".join(f"alpha {k[5:]}: {cell(v)}" for k, v in c.items() if k.startswith("cvar@")))
 
 
 @dataclass(frozen=True)
@@ -283,10 +295,10 @@ class EvaluateConfig:
     cvar: int = 0
     """Also evaluate on M levels sampled from each run's training generator and report CVaR
     (`--cvar` alone means 10,000, the SFL paper's protocol; 0 = off)."""
-    alpha: float = 0.1
-    """CVaR: the worst fraction of solvable sampled levels."""
+    alpha: tuple[float, ...] = (0.0001, 0.001, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+    """CVaR: the worst fractions of the solvable sampled levels to report (default: the SFL paper's 0.01% ... 100%)."""
     cvar_episodes: int = 10
-    """Episodes per sampled level."""
+    """Envs per sampled level, each playing a whole step budget (every completed episode counts)."""
     gif: bool = False
     """Write one animated episode per held-out level and run under <out>/gifs/."""
     out: str = "eval_results"
@@ -307,8 +319,9 @@ class EvaluateConfig:
         for name, low in (("episodes", 1), ("cvar_episodes", 1), ("chunk_steps", 1), ("max_envs", 1), ("cvar", 0)):
             if getattr(self, name) < low:
                 raise EvaluateError(f"--{name.replace('_', '-')} must be >= {low}, got {getattr(self, name)}")
-        if not 0 < self.alpha <= 1:
-            raise EvaluateError(f"--alpha must be in (0, 1], got {self.alpha}")
+        bad = [a for a in self.alpha if not 0 < a <= 1]
+        if bad or not self.alpha:
+            raise EvaluateError(f"--alpha values must be in (0, 1], got {' '.join(map(str, self.alpha)) or 'none'}")
 
 
 CVAR_DEFAULT_LEVELS = 10_000

@@ -20,8 +20,12 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-COUNTS = ("episodes", "env_steps", "gradient_updates", "cycles")
-"""Counters: summed, never averaged."""
+RUNNER_COUNTS = ("episodes", "env_steps", "gradient_updates", "cycles")
+"""The counters every runner reports."""
+
+COUNTS = RUNNER_COUNTS + ("refresh_env_steps",)
+"""Counters: summed, never averaged (`refresh_env_steps`: the env steps of SFL's sampling passes, not
+counted in `env_steps`, as SFL's authors count its budget)."""
 
 RUN_TOTALS = ("cycles", "env_steps", "gradient_updates")
 """Per-seed run totals the logs report (and checkpoints keep): rollout cycles, simulated steps, PPO updates."""

@@ -30,13 +30,15 @@ def mean_ci(values, confidence: float = 0.95) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
-def cvar(values, alpha: float) -> float:
-    """Mean of the lowest `ceil(alpha * n)` values (at least one): the average outcome on the
-    worst `alpha` fraction of levels."""
-    x = np.sort(np.asarray(values, dtype=np.float64).reshape(-1))
-    if x.size == 0:
-        raise ValueError("cvar needs at least one value")
+def cvar_of_worst(rank_values, measured_values, alpha: float) -> float:
+    """The SFL paper's CVaR: the mean of `measured_values` over the `floor(alpha * n)` levels (at
+    least one) whose `rank_values` are lowest (ties: the earlier level). Ranking with one run and
+    measuring with an independent one keeps the estimate free of the selection's own luck."""
+    rank = np.asarray(rank_values, dtype=np.float64).reshape(-1)
+    measured = np.asarray(measured_values, dtype=np.float64).reshape(-1)
+    if rank.size == 0 or rank.size != measured.size:
+        raise ValueError(f"cvar_of_worst needs two equal, non-empty arrays, got {rank.size} and {measured.size}")
     if not 0 < alpha <= 1:
         raise ValueError(f"alpha must be in (0, 1], got {alpha}")
-    k = max(1, math.ceil(alpha * x.size - 1e-9))
-    return float(x[:k].mean())
+    k = max(1, math.floor(alpha * rank.size + 1e-9))
+    return float(measured[np.argsort(rank, kind="stable")[:k]].mean())

@@ -20,7 +20,7 @@ from minimax.envs.maze.spec import MAZE
 from minimax.evaluate import main as evaluate_main
 from minimax.evaluate import summarize
 from minimax.runners.eval import EvalRunner, evaluate_levels
-from minimax.stats import cvar, mean_ci
+from minimax.stats import cvar_of_worst, mean_ci
 
 
 def shortest_actions(level: Level) -> list[int] | None:
@@ -124,12 +124,15 @@ def test_confidence_intervals_and_cvar_match_numpy():
     half = 2.7764451051977987 * x.std(ddof=1) / np.sqrt(5)  # Student t, 4 degrees of freedom, 97.5%
     np.testing.assert_allclose([mean, low, high], [x.mean(), x.mean() - half, x.mean() + half], rtol=1e-12)
     assert math.isnan(mean_ci([0.5])[1]) and mean_ci([0.5])[0] == 0.5
-    y = rng.uniform(size=1000)
-    assert cvar(y, 0.1) == pytest.approx(np.sort(y)[:100].mean())
-    assert cvar(y, 0.0105) == pytest.approx(np.sort(y)[:11].mean())  # ceil(alpha * n) levels
-    assert cvar(y, 1.0) == pytest.approx(y.mean())
+    y, z = rng.uniform(size=1000), rng.uniform(size=1000)  # ranking run, measuring run
+    worst = np.argsort(y)
+    assert cvar_of_worst(y, z, 0.1) == pytest.approx(z[worst[:100]].mean())
+    assert cvar_of_worst(y, z, 0.0105) == pytest.approx(z[worst[:10]].mean())  # floor(alpha * n) levels
+    assert cvar_of_worst(y, z, 0.0001) == pytest.approx(z[worst[0]])  # at least one
+    assert cvar_of_worst(y, y, 1.0) == pytest.approx(y.mean())
+    assert cvar_of_worst([0.5, 0.0, 0.0], [1.0, 0.2, 0.4], 0.34) == pytest.approx(0.2)  # ties: the earlier level
     with pytest.raises(ValueError, match="alpha"):
-        cvar(y, 0.0)
+        cvar_of_worst(y, z, 0.0)
     runs = [{"mazes": {"A": {"solved_rate": a, "return": a / 2, "length": 1.0, "gap": 0.0},
                        "B": {"solved_rate": b, "return": b / 2, "length": 1.0, "gap": 0.0}}}
             for a, b in zip(x, x[::-1])]
@@ -189,8 +192,9 @@ def test_evaluate_command_end_to_end(run_dirs, tmp_path, capsys):
     assert [(r["run"], r["seed"], r["checkpoint"]) for r in doc["runs"]] == [("r0", 0, 7), ("r1", 1, 7)]
     assert list(doc["runs"][0]["mazes"]) == ["SixteenRooms", "Corridor", "mine-1"]
     for r in doc["runs"]:
-        assert r["cvar"]["levels"] == 40 and 0 <= r["cvar"]["unsolvable"] < 40
-        assert r["cvar"]["cvar_solved_rate"] <= r["cvar"]["mean_solved_rate"]
+        c = r["cvar"]
+        assert c["levels"] == 40 and c["drawn"] == 40 + c["unsolvable"] and c["unsolvable"] >= 0
+        assert c["cvar@1"] == pytest.approx(c["mean_solved_rate"]) and 0 <= c["cvar@0.1"] <= 1
         corridor = r["mazes"]["Corridor"]
         assert corridor["optimal_return"] == pytest.approx(1 - 0.9 * 3 / 36, abs=1e-6)  # 3 forwards, budget 2*3*6
         assert corridor["gap"] == pytest.approx(corridor["optimal_return"] - corridor["return"])
@@ -201,7 +205,7 @@ def test_evaluate_command_end_to_end(run_dirs, tmp_path, capsys):
     if rates[0] != rates[1]:
         assert s["ci_low"] == pytest.approx(mean_ci(rates)[1])
     per_run = (out / "per_run.csv").read_text().splitlines()
-    assert per_run[0] == "run,seed,checkpoint,level,solved_rate,return,length,gap" and len(per_run) == 1 + 2 * 4
+    assert per_run[0] == "run,seed,checkpoint,level,solved_rate,return,length,gap" and len(per_run) == 1 + 2 * (3 + 1 + 9)  # 3 mazes, sampled, 9 alphas
     assert (out / "gifs" / "r0-seed0" / "SixteenRooms.gif").stat().st_size > 0
     assert "suite mean" in capsys.readouterr().out
 

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from minimax.runners.rollout import policy_step
+from minimax.runners.rollout import count_outcomes, policy_step
 
 
 def evaluate_levels(key, apply_fn, params, initial_carry, env, env_params, levels, greedy: bool = False,
@@ -208,6 +208,58 @@ class EvalRunner:
             out.append(LevelResults(per_env["return"][:size], per_env["solved"][:size], per_env["length"][:size],
                                     optimal[:size], solvable[:size]))
         return _concat(out)
+
+    def _pooled(self, env_params, key, params, levels):
+        """Levels `[L]`, `episodes` envs each, every env playing `max_steps` steps: per level, the
+        successes and completed episodes of all its envs."""
+        n_levels = jax.tree.leaves(levels)[0].shape[0]
+        envs = jax.tree.map(lambda x: jnp.repeat(x, self.episodes, axis=0), levels)
+        wins, eps, _ = count_outcomes(key, self.model.apply, params, self.model.initial_carry, self.env, env_params,
+                                      envs, env_params.max_steps, chunk_steps=env_params.max_steps, greedy=self.greedy)
+        return wins.reshape(n_levels, -1).sum(1), eps.reshape(n_levels, -1).sum(1)
+
+    def success_rates(self, key, params, levels, env_params) -> np.ndarray:
+        """float[L]: each level's successes over its completed episodes when `episodes` envs play it
+        for a whole step budget each, restarting it after every episode (the SFL paper's CVaR
+        evaluation: a level solved quickly is played more often)."""
+        n_levels = jax.tree.leaves(levels)[0].shape[0]
+        batch = max(1, self.max_envs // self.episodes)
+        wins, eps = [], []
+        for i, start in enumerate(range(0, n_levels, batch)):
+            chunk = jax.tree.map(lambda x: x[start:start + batch], levels)
+            size = jax.tree.leaves(chunk)[0].shape[0]
+            if size < batch and n_levels > batch:  # pad the last batch: one program for every batch
+                chunk = jax.tree.map(lambda x: jnp.concatenate([x, jnp.repeat(x[:1], batch - size, 0)]), chunk)
+            program = self._program("pooled", self._pooled, env_params)
+            w, e = jax.device_get(program(jax.random.fold_in(key, i), params, chunk))
+            wins.append(w[:size])
+            eps.append(e[:size])
+        wins, eps = np.concatenate(wins), np.concatenate(eps)
+        return wins / np.maximum(eps, 1)  # every env ends an episode within its budget
+
+    def sample_solvable(self, key, generator, num_levels: int, env_params):
+        """The first `num_levels` levels the environment can solve (`level_facts`; all when it
+        cannot tell) among draws from `generator`, drawn `2 num_levels` at a time as the SFL
+        paper's evaluation does: `(levels [num_levels], how many levels were drawn to find them)`."""
+        if num_levels < 1:
+            raise ValueError(f"num_levels must be >= 1, got {num_levels}")
+
+        def draw(gen, n, params, k):
+            levels = jax.vmap(gen)(jax.random.split(k, n))
+            return levels, self._level_facts(levels, params)[1]
+
+        program = self._program("solvable", draw, generator, 2 * int(num_levels), env_params)
+        kept, found, drawn = [], 0, 0
+        for i in range(100):
+            levels, solvable = jax.device_get(program(jax.random.fold_in(key, i)))
+            idx = np.flatnonzero(solvable)[:num_levels - found]
+            kept.append(jax.tree.map(lambda x: x[idx], levels))
+            found += len(idx)
+            if found == num_levels:
+                drawn += int(idx[-1]) + 1
+                return jax.tree.map(lambda *x: np.concatenate(x), *kept), drawn
+            drawn += len(solvable)
+        raise ValueError(f"the generator gave only {found} solvable levels in {drawn} draws ({num_levels} wanted)")
 
     def trace(self, key, params, level, env_params) -> dict:
         """One episode on `level` recorded for rendering (see `trace_episode`; needs `trace_state`)."""

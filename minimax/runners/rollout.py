@@ -121,6 +121,67 @@ def play_levels(key, env, env_params, apply_fn, params, initial_carry, levels, n
     return rollout
 
 
+def count_outcomes(key, apply_fn, params, initial_carry, env, env_params, levels, max_steps: int,
+                   episodes: int | None = None, chunk_steps: int = 50, stop_early: bool = True, waits=None,
+                   shard: Shard = NO_SHARD, greedy: bool = False):
+    """Play one env per level from its start for up to `max_steps` steps (the level restarted when
+    an episode ends) and count each level's completed episodes and successes: `(successes int32[b],
+    episodes int32[b], steps int32)`. `episodes`: count only each level's first ones (None: all).
+    With `stop_early` the loop (a `lax.while_loop` over `lax.scan`s of `chunk_steps` steps) ends at
+    the first check where every level that `waits` (default all) has its `episodes`; steps are
+    keyed by their index, so the counts equal those of a plain scan to `max_steps`.
+    `initial_carry(b)` makes the policy's zero carry (SFL's sampling pass, the CVaR evaluation)."""
+    b = jax.tree.leaves(levels)[0].shape[0]
+    step = outcome_step(key, apply_fn, params, env, env_params, max_steps, episodes, shard, greedy)
+    waits = jnp.ones((b,), bool) if waits is None else waits
+    chunk = min(int(chunk_steps), int(max_steps))
+
+    def run_chunk(loop):
+        t, c = loop
+        c, _ = jax.lax.scan(step, c, t + jnp.arange(chunk))
+        return t + chunk, c
+
+    def more(loop):
+        t, c = loop
+        if episodes is None or not stop_early:
+            return t < max_steps
+        return (t < max_steps) & (shard.sum(jnp.sum(waits & (c[-1] < episodes))) > 0)
+
+    start = outcome_start(env, env_params, initial_carry, levels)
+    steps, c = jax.lax.while_loop(more, run_chunk, (jnp.zeros((), jnp.int32), start))
+    return c[-2], c[-1], jnp.minimum(steps, max_steps)
+
+
+def outcome_start(env, env_params, initial_carry, levels):
+    """`count_outcomes`' loop state: env states, observations, carry, reset flags, counts."""
+    b = jax.tree.leaves(levels)[0].shape[0]
+    env_state = jax.vmap(env.init_state, in_axes=(0, None))(levels, env_params)
+    obs = jax.vmap(env.get_obs, in_axes=(0, None))(env_state, env_params)
+    zeros = jnp.zeros((b,), jnp.int32)
+    return env_state, obs, initial_carry(b), jnp.ones((b,), bool), zeros, zeros
+
+
+def outcome_step(key, apply_fn, params, env, env_params, max_steps, episodes=None, shard: Shard = NO_SHARD,
+                 greedy: bool = False):
+    """`step(c, t) -> (c, (done, solved))`: step `t` of `count_outcomes` (scan it over `arange(T)`
+    to see every episode end, as the tests do)."""
+    replay = ReplayAutoReset(env)
+
+    def step(c, t):
+        env_state, obs, carry, reset, wins, eps = c
+        b = reset.shape[0]
+        k_act, k_env = jax.random.split(jax.random.fold_in(key, t))
+        carry, action, _, _, _ = policy_step(shard.env_keys(k_act, b), apply_fn, params, carry, obs, reset, greedy)
+        obs, env_state, _, done, info = jax.vmap(replay.step, in_axes=(0, 0, 0, None))(
+            shard.env_keys(k_env, b), env_state, action, env_params)
+        counted = done & (t < max_steps)
+        if episodes is not None:
+            counted = counted & (eps < episodes)
+        return (env_state, obs, carry, done, wins + (counted & info["solved"]), eps + counted), (done, info["solved"])
+
+    return step
+
+
 def ppo_batch(rollout: Rollout, gamma: float, gae_lambda: float) -> PPOBatch:
     """GAE over the rollout and the batch PPO trains on."""
     advantages, targets = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.last_value,
