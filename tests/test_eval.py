@@ -8,6 +8,7 @@ import pytest
 from minimax.agents.distributions import Categorical
 from minimax.envs.maze import AMaze, Level, MazeParams
 from minimax.envs.maze.env import FORWARD, LEFT
+from minimax.envs.maze.generators import make_dr_generator
 from minimax.models import MazeActorCritic
 from minimax.envs.maze.ood import get_suite
 from minimax.envs.maze.spec import MAZE
@@ -54,3 +55,41 @@ def test_suite_evaluator_reports_every_maze_and_the_mean():
     assert [m.name for m in MAZE.held_out("validation")] == ["SixteenRooms", "Labyrinth", "StandardMaze"]
     with pytest.raises(ValueError, match="unknown OOD maze"):
         MAZE.held_out("Nope")
+
+
+class FixedPolicy:
+    """A model whose policy always picks one action (no parameters, no carry)."""
+
+    def __init__(self, action):
+        self.apply = always(action)
+
+    @staticmethod
+    def initial_carry(n):
+        return jnp.zeros((n,))
+
+
+def test_cvar_passes_count_every_episode_of_a_whole_budget():
+    """The SFL paper's evaluation: each env plays the full step budget, restarting the level, and
+    every completed episode counts (a level solved in 1 step is played 10 times in 10 steps)."""
+    params = MazeParams(height=3, width=3, max_steps=10, n_actions=3)
+    levels = [Level.from_text("AG.\n...\n...", agent_dir=0), Level.from_text("A#G\n...\n...", agent_dir=0),
+              Level.from_text("A.G\n...\n...", agent_dir=0)]
+    levels = jax.tree.map(lambda *x: jnp.stack(x), *levels)
+    runner = EvalRunner(AMaze(), FixedPolicy(FORWARD), params, episodes=3, greedy=True)
+    wins, eps = jax.jit(lambda: runner._pooled(params, jax.random.key(0), None, levels))()
+    np.testing.assert_array_equal(eps, [30, 3, 15])   # 3 envs x (10 one-step, 1 timed-out, 5 two-step episodes)
+    np.testing.assert_array_equal(wins, [30, 0, 15])
+    np.testing.assert_allclose(runner.success_rates(jax.random.key(0), None, levels, params), [1.0, 0.0, 1.0])
+
+
+def test_cvar_levels_are_the_first_solvable_draws():
+    params = MazeParams(height=5, width=5, max_steps=20, n_actions=3)
+    generator = make_dr_generator(5, 5, n_walls=12)
+    runner = EvalRunner(AMaze(), FixedPolicy(FORWARD), params, level_facts=MAZE.level_facts)
+    key = jax.random.key(4)
+    levels, drawn = runner.sample_solvable(key, generator, 30, params)
+    draws = jax.vmap(generator)(jax.random.split(jax.random.fold_in(key, 0), 60))
+    solvable = np.flatnonzero(np.asarray(MAZE.level_facts(draws, params)[1]))
+    assert 30 <= len(solvable) < 60  # 12 wall draws on 25 cells: some mazes are cut off, most are not
+    np.testing.assert_array_equal(levels.wall_map, np.asarray(draws.wall_map)[solvable[:30]])
+    assert drawn == solvable[29] + 1 and bool(np.all(MAZE.level_facts(levels, params)[1]))
