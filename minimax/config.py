@@ -436,6 +436,8 @@ def _problems(c: TrainConfig):
             yield f"{flag(name)} must be an int >= {low}, got {v!r}"
     if c.method not in METHODS:
         yield f"--method must be one of {', '.join(METHODS)}, got {c.method!r}"
+    elif c.buffer_png and c.method not in PLR_METHODS:
+        yield f"--buffer-png draws the PLR family's level buffer; --method {c.method} has none"
     for name in ("num_updates", "log_every", "keep_checkpoints", "num_envs", "num_steps"):
         v = getattr(c, name)
         if not (isinstance(v, int) and not isinstance(v, bool) and v > 0):

@@ -163,6 +163,7 @@ def test_sfl_preset_is_the_authors_maze_configuration():
     (dict(sfl_rollout_steps=10), r"--sfl-rollout-steps \(10\) is shorter than an episode may last"),
     (dict(env="pendulum", recurrent_cell="none"), r"--method sfl scores levels by how often their episodes succeed"),
     (dict(sfl_batches=0), r"sfl_batches|--sfl-batches"),
+    (dict(buffer_png=4), r"--buffer-png draws the PLR family's level buffer; --method sfl has none"),
 ])
 def test_bad_sfl_options_fail_naming_the_flag(options, message):
     with pytest.raises(ConfigError, match=message):
