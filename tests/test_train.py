@@ -133,7 +133,7 @@ def test_a_chunk_compiles_once_and_the_state_has_no_weak_types(tmp_path):
     (["--eval-suite", "NoSuchMaze"], "--eval-suite: unknown OOD maze 'NoSuchMaze'"),
     (["--agent-view-size", "4"], "--agent-view-size must be an odd int"),
     (["--n-walls", "200"], "--n-walls must be <= 167"),
-    (["--method", "sfl"], "--method"),
+    (["--method", "bogus"], "--method"),
     (["--bogus-option", "1"], "--bogus-option"),
 ])
 def test_cli_rejects_bad_values_naming_the_option(args, message, capsys):
