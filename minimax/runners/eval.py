@@ -193,16 +193,22 @@ class EvalRunner:
                                                   solvable[j].all(keepdims=True))
         return {entry.name: results[entry.name] for entry in entries}
 
-    def evaluate_levels(self, key, params, levels, env_params) -> LevelResults:
-        """Given levels `[L]` (one shape), each played `episodes` times: one row per level."""
+    def _batches(self, levels):
+        """`(index, batch, size)` over levels `[L]` in batches of at most `max_envs` envs (`episodes`
+        per level), the last one padded so one program serves every batch (`size`: its real levels)."""
         n_levels = jax.tree.leaves(levels)[0].shape[0]
         batch = max(1, self.max_envs // self.episodes)
-        out = []
         for i, start in enumerate(range(0, n_levels, batch)):
             chunk = jax.tree.map(lambda x: x[start:start + batch], levels)
             size = jax.tree.leaves(chunk)[0].shape[0]
-            if size < batch and n_levels > batch:  # pad the last batch: one program for every batch
+            if size < batch and n_levels > batch:
                 chunk = jax.tree.map(lambda x: jnp.concatenate([x, jnp.repeat(x[:1], batch - size, 0)]), chunk)
+            yield i, chunk, size
+
+    def evaluate_levels(self, key, params, levels, env_params) -> LevelResults:
+        """Given levels `[L]` (one shape), each played `episodes` times: one row per level."""
+        out = []
+        for i, chunk, size in self._batches(levels):
             program = self._program("levels", self._run, env_params)
             per_env, optimal, solvable = jax.device_get(program(jax.random.fold_in(key, i), params, chunk))
             out.append(LevelResults(per_env["return"][:size], per_env["solved"][:size], per_env["length"][:size],
@@ -222,14 +228,8 @@ class EvalRunner:
         """float[L]: each level's successes over its completed episodes when `episodes` envs play it
         for a whole step budget each, restarting it after every episode (the SFL paper's CVaR
         evaluation: a level solved quickly is played more often)."""
-        n_levels = jax.tree.leaves(levels)[0].shape[0]
-        batch = max(1, self.max_envs // self.episodes)
         wins, eps = [], []
-        for i, start in enumerate(range(0, n_levels, batch)):
-            chunk = jax.tree.map(lambda x: x[start:start + batch], levels)
-            size = jax.tree.leaves(chunk)[0].shape[0]
-            if size < batch and n_levels > batch:  # pad the last batch: one program for every batch
-                chunk = jax.tree.map(lambda x: jnp.concatenate([x, jnp.repeat(x[:1], batch - size, 0)]), chunk)
+        for i, chunk, size in self._batches(levels):
             program = self._program("pooled", self._pooled, env_params)
             w, e = jax.device_get(program(jax.random.fold_in(key, i), params, chunk))
             wins.append(w[:size])

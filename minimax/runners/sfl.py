@@ -231,6 +231,7 @@ class SFLRunner:
     def group_metrics(self, levels, rollout) -> dict:
         """Return and solved rate of the envs on fresh levels (`new/`) and on set levels (`set/`)."""
         from_set = self.from_set()
+        per_level = {} if self.level_metrics is None else jax.vmap(self.level_metrics)(levels)
         out = {}
         for group, member in (("new", ~from_set), ("set", from_set)):
             w = member[None, :]
@@ -238,8 +239,7 @@ class SFLRunner:
             out[f"{group}/count"] = member.sum(dtype=jnp.int32)
             out.update(mean_sums(f"{group}/return", jnp.where(done, rollout.episode_returns, 0.0).sum(), done.sum()))
             out.update(mean_sums(f"{group}/solved_rate", (rollout.solved & w).sum(), done.sum()))
-            if self.level_metrics is not None:
-                per_level = jax.vmap(self.level_metrics)(levels)
-                per_level = {k: jnp.where(member, jnp.asarray(v, jnp.float32), jnp.nan) for k, v in per_level.items()}
-                out.update(level_metric_sums(group, per_level))
+            if per_level:  # NaN: not in this group (left out of its means)
+                out.update(level_metric_sums(group, {k: jnp.where(member, jnp.asarray(v, jnp.float32), jnp.nan)
+                                                     for k, v in per_level.items()}))
         return out
