@@ -623,7 +623,7 @@ SFL_MAZE = dict(preset="sfl", method="sfl", num_updates=4500, num_envs=256, num_
                 gamma=0.99, gae_lambda=0.95, n_epochs=4, n_minibatches=4, clip_eps=0.04, clip_value=True,
                 entropy_coef=0.0, value_coef=0.5, max_grad_norm=0.5, adam_eps=1e-5, n_walls=60, maze_height=13,
                 maze_width=13, normalize_obs=True, recurrent_cell="lstm", recurrent_size=256, eval_every=100,
-                eval_episodes=10, checkpoint_every=500)
+                eval_episodes=10, checkpoint_every=1000)
 """SFL's authors' MiniGrid maze run (`amacrutherford/sampling-for-learnability`, `sfl/train/config/
 minigrid-sfl.yaml` with `env/minigrid.yaml` and `learning/ippo-minigrid.yaml`): 256 envs x 256 steps,
 4 epochs x 4 minibatches, clip 0.04 (ratio and value), gamma 0.99, lambda 0.95, no entropy bonus,

@@ -321,7 +321,7 @@ class EvaluateConfig:
                 raise EvaluateError(f"--{name.replace('_', '-')} must be >= {low}, got {getattr(self, name)}")
         bad = [a for a in self.alpha if not 0 < a <= 1]
         if bad or not self.alpha:
-            raise EvaluateError(f"--alpha values must be in (0, 1], got {' '.join(map(str, self.alpha)) or 'none'}")
+            raise EvaluateError(f"--alpha must be in (0, 1], got {' '.join(map(str, self.alpha)) or 'none'}")
 
 
 CVAR_DEFAULT_LEVELS = 10_000
