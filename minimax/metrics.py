@@ -5,7 +5,8 @@ A runner's `step` returns a flat dict of scalars, named by what they are:
 - counters (`episodes`, `env_steps`, `gradient_updates`, `cycles`, `<group>/count`) are
   summed over devices and over the steps of a logged chunk;
 - `<name>_sum` is a sum whose mean is wanted: its denominator is `<name>_count` when that
-  entry exists, else `<group>/count` for a `<group>/<name>_sum`, else `episodes`. Both are
+  entry exists, else `<group>/count` for a `<group>/<name>_sum` where the group counts
+  itself, else `episodes` (an environment's `episode_stats`, e.g. `achievements/eat_cow_sum`). Both are
   summed and divided only on the host, so a mean weighs every episode (or level) equally
   however the steps of a chunk, the devices and the seeds split them;
 - `buffer/*` are statistics of the level buffer: a chunk reports its last value;
@@ -63,8 +64,9 @@ def reduce_over_devices(metrics: dict, shard) -> dict:
 def _denominator(name: str, m: dict):
     if f"{name}_count" in m:
         return m[f"{name}_count"]
-    if "/" in name:
-        return m[name.rsplit("/", 1)[0] + "/count"]
+    group_count = name.rsplit("/", 1)[0] + "/count"
+    if "/" in name and group_count in m:
+        return m[group_count]
     return m["episodes"]
 
 

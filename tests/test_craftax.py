@@ -26,7 +26,7 @@ from craftax.craftax_classic.constants import Action, BlockType  # noqa: E402
 from craftax.craftax_classic.world_gen import generate_world  # noqa: E402
 
 from minimax.envs.craftax import (  # noqa: E402
-    EDIT_TILES, MUTATORS, NUM_ACHIEVEMENTS, NUM_HELD_OUT_WORLDS, CraftaxClassic, CraftaxParams,
+    ACHIEVEMENT_NAMES, EDIT_TILES, MUTATORS, NUM_ACHIEVEMENTS, NUM_HELD_OUT_WORLDS, CraftaxClassic, CraftaxParams,
     canonical_world, held_out, level_identity, level_metrics, make_world_generator, make_world_mutator,
 )
 from minimax.envs.wrappers import ReplayAutoReset  # noqa: E402
@@ -141,6 +141,25 @@ def test_time_limit_truncates_and_replay_restarts():
     # A step unlocks something exactly when craftax's reward has its +1 (health moves it by 0.1s).
     unlocked = info["achievements"].sum(-1)
     np.testing.assert_array_equal(unlocked > 0, np.asarray(t["reward"]) > 0.25)
+
+
+def test_episode_stats_are_the_achievements_each_episode_unlocked():
+    """Where an episode ends, `info["episode_stats"]` holds what it unlocked: the union of the
+    per-step unlocks since its start (recounted here), one entry per achievement and their total."""
+    _, _, _, _, t = rollouts()
+    info = jax.tree.map(np.asarray, t["info"])
+    done, stats = np.asarray(t["done"]), info["episode_stats"]
+    assert set(stats) == {f"achievements/{n}" for n in ACHIEVEMENT_NAMES} | {"achievements/total"}
+    for i in range(N_WORLDS):
+        unlocked = np.zeros(NUM_ACHIEVEMENTS, bool)
+        for step in range(STEPS):
+            unlocked |= info["achievements"][i, step]
+            if done[i, step]:
+                got = np.array([stats[f"achievements/{n}"][i, step] for n in ACHIEVEMENT_NAMES])
+                np.testing.assert_array_equal(got, unlocked.astype(np.float32))
+                assert stats["achievements/total"][i, step] == unlocked.sum()
+                unlocked[:] = False
+    assert any(stats["achievements/total"][done] > 0)  # some episode unlocked something: not all zeros
 
 
 def test_walking_into_lava_terminates():

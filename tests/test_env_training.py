@@ -71,6 +71,10 @@ def test_craftax_accel_replays_and_mutates_worlds(tmp_path):
     assert row["buffer/size"] > 0 and row["cycles"] == 4
     assert row.get("replay/count") or row.get("mutated/count") or row.get("new/count")
     assert 0 <= row["new/trees"] and np.isfinite(row["train/return"])
+    # Per-achievement logs (the env's episode_stats): fractions of ended episodes, and their total.
+    fractions = [v for k, v in row.items() if k.startswith("achievements/") and k != "achievements/total"]
+    assert len(fractions) == 22 and all(0 <= f <= 1 for f in fractions)
+    assert row["achievements/total"] == pytest.approx(sum(fractions), abs=1e-5)
 
 
 def test_evaluate_refuses_what_an_environment_cannot_report(pendulum_accel, tmp_path, capsys):

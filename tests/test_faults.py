@@ -169,6 +169,10 @@ def test_a_diverging_run_stops_naming_the_update_and_writes_no_checkpoint_of_it(
 def test_no_data_and_not_a_number_are_logged_differently(tmp_path):
     row = summarize({"episodes": [0, 0], "episode_return_sum": [0.0, 0.0], "policy_loss": [float("nan"), 1.0]})
     assert row["train/return"] is None and math.isnan(row["policy_loss"])
+    # A `<group>/<name>_sum` is divided by `<group>/count` where the group counts itself, else by episodes.
+    row = summarize({"episodes": [2, 2], "achievements/eat_cow_sum": [1.0, 2.0], "new/count": [8, 8],
+                     "new/return_sum": [4.0, 4.0]})
+    assert row["achievements/eat_cow"] == 0.75 and row["new/return"] == 0.5
     assert mean_row([{"a": None, "b": 1.0}, {"a": 2.0, "b": float("inf")}]) == {"seed": "mean", "a": 2.0,
                                                                                  "b": float("inf")}
     logger = RunLogger(tmp_path, ["update", "train/return", "policy_loss", "value_loss"])

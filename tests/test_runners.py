@@ -48,7 +48,7 @@ def test_every_runner_keeps_the_contract(env, method):
         if name.endswith("_sum"):
             base = name[:-len("_sum")]
             assert f"{base}_count" in metrics or ("/" in base and base.rsplit("/", 1)[0] + "/count" in metrics) \
-                or ("/" not in base and "episodes" in metrics), name
+                or "episodes" in metrics, name  # an env's episode_stats (craftax's achievements/*) per episode
 
 
 @pytest.mark.parametrize("method, global_buffer, local", [

@@ -105,7 +105,13 @@ class Environment:
         return self.init_state(self.level_of(state), params)
 
     def step_env(self, key, state, action, params):
-        """One transition without the observation: `(state, reward, done, info)`."""
+        """One transition without the observation: `(state, reward, done, info)`.
+
+        `info` holds bool scalars `solved`, `terminated` and `truncated`, and optionally
+        `episode_stats`: a dict of float scalars that describe the whole episode where `done`
+        (Craftax: which achievements it unlocked). Training logs report each as its mean over the
+        episodes that ended (`rollout.episode_metrics`), so an environment adds a statistic to
+        the logs here, with no change to any runner."""
         raise NotImplementedError
 
     def get_obs(self, state, params):

@@ -46,6 +46,7 @@ class Rollout:
     truncated: jax.Array     # bool[T, N]: ...by the time limit
     episode_returns: jax.Array  # [T, N]: the finished episode's return where `dones`, else 0
     episode_lengths: jax.Array  # int32[T, N], likewise
+    episode_stats: dict      # {name: float32[T, N]}: the env's `info["episode_stats"]` where `dones`, else 0
     init_carry: Any          # [N, ...] recurrent carry before step 0
     last_value: jax.Array    # [N]: value of the observation after step T-1 (for GAE)
 
@@ -89,7 +90,9 @@ def collect_rollout(key, apply_fn, params, env_step: Callable, stream: EnvStream
         out = dict(obs=stream.obs, reset=stream.reset, actions=action, log_probs=log_prob, policy=policy, values=value,
                    rewards=reward, dones=done, solved=info["solved"], truncated=info["truncated"],
                    episode_returns=jnp.where(done, ep_return, 0.0),
-                   episode_lengths=jnp.where(done, ep_length, 0))
+                   episode_lengths=jnp.where(done, ep_length, 0),
+                   episode_stats={k: jnp.where(done, jnp.asarray(v, jnp.float32), 0.0)
+                                  for k, v in info.get("episode_stats", {}).items()})
         stream = EnvStream(env_state=env_state, obs=obs, reset=done, carry=carry,
                            episode_return=jnp.where(done, 0.0, ep_return),
                            episode_length=jnp.where(done, 0, ep_length))
@@ -191,13 +194,15 @@ def ppo_batch(rollout: Rollout, gamma: float, gae_lambda: float) -> PPOBatch:
 
 
 def episode_metrics(rollout: Rollout) -> dict:
-    """Sums over the episodes that finished in this rollout (divide by `episodes` over a log window)."""
+    """Sums over the episodes that finished in this rollout (divide by `episodes` over a log window),
+    with the environment's own `episode_stats` (logged under their names, e.g. `achievements/eat_cow`)."""
     done = rollout.dones
     return {
         "episodes": jnp.sum(done, dtype=jnp.int32),
         "episode_return_sum": jnp.sum(rollout.episode_returns),
         "episode_solved_sum": jnp.sum(rollout.solved, dtype=jnp.int32),
         "episode_length_sum": jnp.sum(rollout.episode_lengths, dtype=jnp.int32),
+        **{f"{name}_sum": jnp.sum(value) for name, value in rollout.episode_stats.items()},
     }
 
 

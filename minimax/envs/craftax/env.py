@@ -34,7 +34,10 @@ check it). Ours is only the level/episode split that UED needs:
 - There is no success in Craftax, only a score (achievements unlocked) and survival, so
   `info["solved"]` is always False, and a registry entry for it must say `binary_outcome=False`
   (the solved-rate metrics and SFL's learnability do not apply). `info["achievements"]`
-  (bool[22], in craftax's `Achievement` order) says which achievements this step unlocked.
+  (bool[22], in craftax's `Achievement` order) says which achievements this step unlocked;
+  `info["episode_stats"]` which ones the episode has unlocked so far (read where it ends), so
+  the training logs report `achievements/<name>`, the fraction of ended episodes that unlocked
+  each, and `achievements/total`, the mean number per episode (craftax's score without health).
 - `info["terminated"]`: the player died (health 0, or stood in lava), craftax's two deadly
   cases of `is_game_over`; `info["truncated"]`: the time limit (`max_steps`) ended an
   episode in which the player is alive. `done` is their disjunction, i.e. `is_game_over`.
@@ -212,6 +215,7 @@ class CraftaxClassic(Environment):
             "truncated": done & ~terminated,
             "solved": jnp.zeros((), bool),  # Craftax has no binary outcome (module docstring)
             "achievements": world.achievements & ~before.achievements,
+            "episode_stats": episode_achievements(world.achievements),
         }
         return state.replace(world=world), jnp.asarray(reward, jnp.float32), done, info
 
@@ -230,6 +234,15 @@ class CraftaxClassic(Environment):
         """craftax Classic's 17 actions (noop, 4 moves, do, sleep, 4 placements, 6 crafts)."""
         del params
         return Discrete(NUM_ACTIONS)
+
+
+def episode_achievements(achievements: jax.Array) -> dict:
+    """The episode statistics of `info["episode_stats"]`: `achievements/<name>` (1.0 where the
+    episode has unlocked it) for each of craftax's 22, and `achievements/total`."""
+    unlocked = jnp.asarray(achievements, jnp.float32)
+    stats = {f"achievements/{name}": unlocked[i] for i, name in enumerate(ACHIEVEMENT_NAMES)}
+    stats["achievements/total"] = unlocked.sum()
+    return stats
 
 
 def _start_of(level: EnvState, params: CraftaxParams) -> EnvState:
