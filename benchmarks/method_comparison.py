@@ -1,0 +1,127 @@
+"""Curricula side by side: training curves from the runs' logs and the held-out scores from
+`evaluate.py`, as one markdown report (issue 25's SFL / DR / robust PLR / ACCEL comparison).
+
+Training: per window of updates, the solved rate of the episodes each method played on *freshly
+generated* levels (DR: all its episodes, `train/solved_rate`; the others: their `new/` group),
+the one training distribution every method shares, so the curves compare like with like; then
+each method's own training solved rate (what its curriculum chose to play) and its budget
+(env steps, gradient updates, SFL's sampling steps). Mean and 95% Student-t interval across
+seeds. Held out: `evaluate.py`'s `summary.csv` (dcd12 suite mean, sampled levels, CVaR@alpha).
+
+    python benchmarks/method_comparison.py --window 50 --eval runs/cmp/eval/results.json \\
+        --run dr=runs/cmp/dr --run plr=runs/cmp/plr --run accel=runs/cmp/accel --run sfl=runs/cmp/sfl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from minimax.run_logs import read_rows
+from minimax.stats import mean_ci
+
+
+def cell(values) -> str:
+    values = [v for v in values if v is not None and np.isfinite(v)]
+    if not values:
+        return "-"
+    mean, low, high = mean_ci(values)
+    return f"{mean:.3f}" if not np.isfinite(low) else f"{mean:.3f} ± {(high - low) / 2:.3f}"
+
+
+def per_seed(rows: list[dict]) -> dict[int, list[dict]]:
+    """Rows by seed (single-seed runs log no `seed` column: seed 0)."""
+    out: dict[int, list[dict]] = {}
+    for r in rows:
+        if r.get("seed", 0) != "mean":
+            out.setdefault(int(r.get("seed", 0)), []).append(r)
+    return out
+
+
+def window_mean(rows: list[dict], value: str, weight: str, lo: int, hi: int) -> float | None:
+    """Episode-weighted mean of `value` over the log rows with lo < update <= hi."""
+    pairs = [(r[value], r.get(weight) or 0) for r in rows if lo < r["update"] <= hi and r.get(value) is not None]
+    total = sum(w for _, w in pairs)
+    return sum(v * w for v, w in pairs) / total if total else None
+
+
+def fresh_keys(rows: list[dict]) -> tuple[str, str]:
+    """(solved-rate key, weight key) of the episodes played on freshly generated levels."""
+    return ("new/solved_rate", "new/count") if any("new/solved_rate" in r for r in rows) else \
+        ("train/solved_rate", "episodes")
+
+
+def training_report(runs: dict[str, Path], window: int) -> list[str]:
+    seeds = {name: per_seed(read_rows(path)) for name, path in runs.items()}
+    last = max(r["update"] for s in seeds.values() for rows in s.values() for r in rows)
+    lines = ["| updates | " + " | ".join(runs) + " |", "|---|" + "---|" * len(runs)]
+    for lo in range(0, last, window):
+        hi = min(lo + window, last)
+        row = []
+        for name in runs:
+            vals = [window_mean(rows, *fresh_keys(rows), lo, hi) for rows in seeds[name].values()]
+            row.append(cell(vals))
+        lines.append(f"| {lo + 1}-{hi} | " + " | ".join(row) + " |")
+    lines += ["", "| method | seeds | training solved rate (last window) | env steps (per seed) | gradient updates | "
+              "sampling-pass env steps |", "|---|---|---|---|---|---|"]
+    for name in runs:
+        runs_rows = list(seeds[name].values())
+        end = runs_rows[0][-1]["update"]
+        own = [window_mean(rows, "train/solved_rate", "episodes", end - window, end) for rows in runs_rows]
+        sampling = sum(r.get("refresh_env_steps") or 0 for r in runs_rows[0])  # a per-row counter
+        lines.append(f"| {name} | {len(runs_rows)} | {cell(own)} | {runs_rows[0][-1]['env_steps']:,} | "
+                     f"{runs_rows[0][-1]['gradient_updates']:,} | {sampling:,} |")
+    return lines
+
+
+def eval_report(results_json: Path, runs: dict[str, Path]) -> list[str]:
+    """`evaluate.py`'s summaries: one row per experiment group, found by the runs it holds."""
+    doc = json.loads(results_json.read_text())
+
+    def text(s):
+        if s["mean"] is None:
+            return "-"
+        return f"{s['mean']:.3f}" if s["ci_low"] is None else f"{s['mean']:.3f} ± {(s['ci_high'] - s['ci_low']) / 2:.3f}"
+
+    columns = [("suite_mean", "solved_rate", "dcd12 solved"), ("cvar", "mean_solved_rate", "sampled levels")]
+    alphas = sorted({k for g in doc["groups"] for k in g["summary"].get("cvar", {}) if k.startswith("cvar@")},
+                    key=lambda k: float(k[5:]))
+    columns += [("cvar", a, f"CVaR {a[5:]}") for a in alphas]
+    lines = ["| method | " + " | ".join(c[2] for c in columns) + " |", "|---|" + "---|" * len(columns)]
+    for name, path in runs.items():
+        group = next((g for g in doc["groups"] if any(r.rsplit("/seed", 1)[0] == path.name for r in g["runs"])), None)
+        if group is not None:
+            lines.append(f"| {name} | " + " | ".join(text(group["summary"].get(c[0], {}).get(c[1], {"mean": None}))
+                                                     for c in columns) + " |")
+    return lines
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--run", action="append", required=True, help="NAME=RUN_DIR (repeatable, in table order)")
+    p.add_argument("--window", type=int, default=50, help="updates per window of the training table")
+    p.add_argument("--eval", type=Path, help="evaluate.py's results.json for these runs")
+    p.add_argument("--out", type=Path, help="also write the report here (markdown)")
+    a = p.parse_args(argv)
+    runs = {}
+    for item in a.run:
+        name, sep, path = item.partition("=")
+        if not sep or not Path(path, "config.json").exists():
+            p.error(f"--run {item!r}: expected NAME=RUN_DIR with a run's config.json")
+        runs[name] = Path(path)
+    lines = ["Solved rate on freshly generated levels during training (per window, mean ± 95% CI across seeds):",
+             "", *training_report(runs, a.window)]
+    if a.eval:
+        lines += ["", "Held out (evaluate.py):", "", *eval_report(a.eval, runs)]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if a.out:
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
