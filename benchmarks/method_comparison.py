@@ -1,12 +1,15 @@
-"""Curricula side by side: training curves from the runs' logs and the held-out scores from
-`evaluate.py`, as one markdown report (issue 25's SFL / DR / robust PLR / ACCEL comparison).
+"""Curricula side by side: the held-out scores from `evaluate.py` and training curves from the
+runs' logs, as one markdown report (issue 25's SFL / DR / robust PLR / ACCEL comparison).
 
-Training: per window of updates, the solved rate of the episodes each method played on *freshly
-generated* levels (DR: all its episodes, `train/solved_rate`; the others: their `new/` group),
-the one training distribution every method shares, so the curves compare like with like; then
-each method's own training solved rate (what its curriculum chose to play) and its budget
-(env steps, gradient updates, SFL's sampling steps). Mean and 95% Student-t interval across
-seeds. Held out: `evaluate.py`'s `summary.csv` (dcd12 suite mean, sampled levels, CVaR@alpha).
+Held out (the comparison): `evaluate.py`'s `results.json` (dcd12 suite mean, the sampled levels'
+mean solved rate, CVaR@alpha), one row per method. Training, for the trend within each method:
+per window of updates, the solved rate of the training episodes played on freshly generated
+levels (DR: all its episodes, `train/solved_rate`; the others: their `new/` group). These are
+*episode*-weighted and the methods play levels differently: the PLR family and SFL replay a new
+level for the whole rollout, so an easy level adds several solved episodes, while DR moves on
+to another level after each episode; the columns therefore do not compare with each other, only
+along themselves. Then each method's budget (env steps, gradient updates, SFL's sampling-pass
+steps). Mean and 95% Student-t interval across seeds.
 
     python benchmarks/method_comparison.py --window 50 --eval runs/cmp/eval/results.json \\
         --run dr=runs/cmp/dr --run plr=runs/cmp/plr --run accel=runs/cmp/accel --run sfl=runs/cmp/sfl
@@ -112,10 +115,11 @@ def main(argv=None):
         if not sep or not Path(path, "config.json").exists():
             p.error(f"--run {item!r}: expected NAME=RUN_DIR with a run's config.json")
         runs[name] = Path(path)
-    lines = ["Solved rate on freshly generated levels during training (per window, mean ± 95% CI across seeds):",
-             "", *training_report(runs, a.window)]
+    lines = []
     if a.eval:
-        lines += ["", "Held out (evaluate.py):", "", *eval_report(a.eval, runs)]
+        lines += ["Held out (evaluate.py; mean ± 95% CI across seeds):", "", *eval_report(a.eval, runs), ""]
+    lines += ["Training episodes on freshly generated levels, solved rate per window (episode-weighted: compare "
+              "along a column, not across; see the module docstring):", "", *training_report(runs, a.window)]
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
