@@ -3,7 +3,8 @@
 For each run directory: read its saved config, rebuild its model, restore the latest (or
 `--checkpoint`) parameters, and evaluate them with `EvalRunner` on the held-out levels of
 the runs' environment (`--suite`, default its benchmark suite: AMaze's dcd12) and any `--levels` files; with `--cvar M`, also on M levels sampled from the run's training
-generator (the SFL paper's robustness protocol: M solvable levels, each played by 10 envs for a
+generator, the same one for every run (`--cvar-set` picks it where the runs' generators differ;
+the SFL paper's robustness protocol: M solvable levels, each played by 10 envs for a
 whole step budget; the worst `--alpha` fractions are picked by one such evaluation and their
 solved rate measured by a second, independent one). Every run (seed) is one sample: the table reports per maze
 the mean and a 95% Student-t confidence interval across them, plus the suite mean. Runs of
@@ -29,9 +30,10 @@ import tyro
 
 from minimax.build import env_params, env_spec, evaluated_params, level_generator, make_eval_runner, make_model
 from minimax.checkpoint import Checkpointer, CheckpointError
-from minimax.config import ConfigError, TrainConfig, experiment_groups
+from minimax.config import OPTIONS, ConfigError, TrainConfig, experiment_groups
 from minimax.envs.images import save_gif
 from minimax.envs.registry import UEDEnv, get_env
+from minimax.options import parse_assignments
 from minimax.runners import RUNNERS
 from minimax.runners.eval import EvalRunner
 from minimax.stats import cvar_of_worst, mean_ci
@@ -152,15 +154,48 @@ class PolicyEvaluator:
         key = tuple(sorted(dataclasses.asdict(cfg.env).items()))
         return self._generators.setdefault(key, level_generator(cfg))  # one object: its program is reused
 
+    def cvar_config(self, cfg: TrainConfig) -> TrainConfig:
+        """The run's config with `--cvar-set`'s environment options: what the CVaR levels are drawn from."""
+        return cfg.replace(**self.settings.cvar_overrides()) if self.settings.cvar_set else cfg
+
+    def check_one_cvar_distribution(self, policies) -> None:
+        """Refuse to score runs on CVaR levels from different distributions (ACCEL generates empty
+        rooms; its 'training generator' is not DR's): the worst-alpha rates of such runs are not
+        comparable, and nothing in the table would say so. Generators are compared by what they
+        draw from the same keys, so options that do not touch the levels never count."""
+        keys = jax.random.split(jax.random.key(0), 8)
+        drawn = {}
+        for p in policies:
+            cfg = self.cvar_config(p.cfg)
+            key = tuple(sorted(dataclasses.asdict(cfg.env).items()))
+            if key not in drawn:
+                levels = jax.device_get(jax.vmap(self.generator(cfg))(keys))
+                drawn[key] = (p.run, cfg, [np.asarray(x) for x in jax.tree.leaves(levels)])
+        runs = list(drawn.values())
+        for run, cfg, leaves in runs[1:]:
+            first_run, first_cfg, first_leaves = runs[0]
+            same = len(leaves) == len(first_leaves) and all(
+                a.shape == b.shape and np.array_equal(a, b) for a, b in zip(leaves, first_leaves))
+            if not same:
+                a, b = first_cfg.options(), cfg.options()
+                names = [n for n in CVAR_OPTIONS if a[n] != b[n]]
+                differ = "; ".join(f"{n} {a[n]!r} in {first_run} but {b[n]!r} in {run}" for n in names)
+                differ = differ or "their generators differ"
+                raise EvaluateError(
+                    f"--cvar: the runs draw training levels from different distributions ({differ}), so their CVaR "
+                    "would rank different levels: score them on one with --cvar-set "
+                    f"(e.g. --cvar-set {names[0] if names else 'n_walls'}={a[names[0]] if names else '...'}), "
+                    "or evaluate them in separate commands")
+
     def cvar(self, policy: Policy, key) -> dict:
         """The SFL paper's CVaR evaluation (`eval_minigrid_*.py` of its code): `--cvar` solvable
-        levels from the run's generator; each played by `--cvar-episodes` envs for a whole step
+        levels from the run's generator (with `--cvar-set`'s options); each played by `--cvar-episodes` envs for a whole step
         budget (every completed episode counts); levels ranked by one such pass and measured by a
         second, independent one (so the worst levels' rate is not biased down by the selection)."""
         s, cfg = self.settings, policy.cfg
         runner, params = self.runner(cfg, s.cvar_episodes), env_params(cfg)
         k_levels, k_rank, k_measure = jax.random.split(key, 3)
-        levels, drawn = runner.sample_solvable(k_levels, self.generator(cfg), s.cvar, params)
+        levels, drawn = runner.sample_solvable(k_levels, self.generator(self.cvar_config(cfg)), s.cvar, params)
         rank = runner.success_rates(k_rank, policy.params, levels, params)
         measured = runner.success_rates(k_measure, policy.params, levels, params)
         return {"levels": int(s.cvar), "drawn": drawn, "unsolvable": drawn - int(s.cvar), "episodes": s.cvar_episodes,
@@ -299,6 +334,10 @@ class EvaluateConfig:
     """CVaR: the worst fractions of the solvable sampled levels to report (default: the SFL paper's 0.01% ... 100%)."""
     cvar_episodes: int = 10
     """Envs per sampled level, each playing a whole step budget (every completed episode counts)."""
+    cvar_set: tuple[str, ...] = ()
+    """KEY=VALUE: an environment option of the generator the CVaR levels come from (e.g. n_walls=60 to score
+    ACCEL, which trains from empty rooms, on DR's mazes); repeatable. Runs whose generators differ are refused
+    without it."""
     gif: bool = False
     """Write one animated episode per held-out level and run under <out>/gifs/."""
     out: str = "eval_results"
@@ -319,10 +358,27 @@ class EvaluateConfig:
         for name, low in (("episodes", 1), ("cvar_episodes", 1), ("chunk_steps", 1), ("max_envs", 1), ("cvar", 0)):
             if getattr(self, name) < low:
                 raise EvaluateError(f"--{name.replace('_', '-')} must be >= {low}, got {getattr(self, name)}")
+        try:
+            self.cvar_overrides()
+        except ConfigError as e:
+            raise EvaluateError(str(e).replace("--set", "--cvar-set")) from None
         bad = [a for a in self.alpha if not 0 < a <= 1]
         if bad or not self.alpha:
             raise EvaluateError(f"--alpha must be in (0, 1], got {' '.join(map(str, self.alpha)) or 'none'}")
 
+
+    def cvar_overrides(self) -> dict:
+        """`--cvar-set` as `{option: value}`; only options of the environment group (the generator's)."""
+        overrides = parse_assignments(self.cvar_set, TrainConfig.option_types())
+        other = sorted(set(overrides) - set(CVAR_OPTIONS))
+        if other:
+            raise ConfigError(f"--cvar-set sets options of the level generator's environment; {', '.join(other)} "
+                              f"is not one (these are: {', '.join(sorted(CVAR_OPTIONS))})")
+        return overrides
+
+
+CVAR_OPTIONS = tuple(name for name, (group, _) in OPTIONS.items() if group == "env")
+"""Options `--cvar-set` may change: the environment group's (its level generator reads them)."""
 
 CVAR_DEFAULT_LEVELS = 10_000
 """`--cvar` without a count: the SFL paper's 10,000 sampled levels."""
@@ -349,6 +405,8 @@ def evaluate(args: EvaluateConfig) -> dict:
     check_writable(out_dir)
     results = []
     evaluate_policy = PolicyEvaluator(args)
+    if args.cvar:
+        evaluate_policy.check_one_cvar_distribution(policies)
     for policy in policies:
         t0 = time.perf_counter()
         results.append(evaluate_policy(policy, mazes, out_dir))

@@ -227,6 +227,26 @@ def test_runs_of_different_configs_are_not_pooled_unless_asked(run_dirs, tmp_pat
     assert len(doc["groups"]) == 1 and doc["summary"]["suite_mean"]["solved_rate"]["n"] == 3
 
 
+def test_cvar_scores_runs_on_one_level_distribution(run_dirs, tmp_path, capsys):
+    """ACCEL trains from empty rooms: its CVaR on its own generator would rank other levels than
+    DR's. Such runs are refused with the fix named; with it, every run is ranked on the same levels."""
+    rooms = make_run(tmp_path, "empty-rooms", 0, n_walls=0)
+    args = [str(run_dirs / "r0"), str(rooms), "--suite", "SixteenRooms", "--episodes", "2", "--cvar", "40",
+            "--cvar-episodes", "2"]
+    with pytest.raises(SystemExit):
+        evaluate_main([*args, "--out", str(tmp_path / "refused")])
+    err = capsys.readouterr().err
+    assert "n_walls 3 in r0 but 0 in empty-rooms" in err and "--cvar-set n_walls=3" in err and err.count("\n") == 1
+    evaluate_main([*args, "--cvar-set", "n_walls=3", "--out", str(tmp_path / "one")])
+    runs = json.loads((tmp_path / "one" / "results.json").read_text())["runs"]
+    # Both runs hold seed 0's initial parameters: on the same levels, with the same keys, the same results.
+    assert runs[0]["cvar"] == runs[1]["cvar"]
+    evaluate_main([str(rooms), "--suite", "SixteenRooms", "--episodes", "2", "--cvar", "40", "--cvar-episodes", "2",
+                   "--out", str(tmp_path / "own")])  # alone, on its own empty rooms: other levels, other rates
+    own = json.loads((tmp_path / "own" / "results.json").read_text())["runs"][0]["cvar"]
+    assert own["mean_solved_rate"] != runs[1]["cvar"]["mean_solved_rate"]
+
+
 def test_an_unwritable_out_fails_before_evaluating(run_dirs, tmp_path, capsys):
     (tmp_path / "a-file").write_text("")
     with pytest.raises(SystemExit) as exit_info:
@@ -244,6 +264,8 @@ def test_an_unwritable_out_fails_before_evaluating(run_dirs, tmp_path, capsys):
     (["{tmp}/r0", "--suite", "SixteenRooms,Nope"], "unknown OOD maze 'Nope'"),
     (["{tmp}/r0", "--levels", "{tmp}/bad.txt"], "bad.txt, block 1"),
     (["{tmp}/r0", "--alpha", "0"], "--alpha must be in (0, 1]"),
+    (["{tmp}/r0", "--cvar", "4", "--cvar-set", "lr=1"], "--cvar-set sets options of the level generator's"),
+    (["{tmp}/r0", "--cvar", "4", "--cvar-set", "n_walls"], "--cvar-set expects KEY=VALUE, got 'n_walls'"),
     (["{tmp}/diverged"], "checkpoint 7 holds NaN or infinite parameters"),
 ])
 def test_bad_inputs_are_one_line_errors(run_dirs, capsys, args, message):
