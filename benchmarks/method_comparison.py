@@ -1,8 +1,9 @@
 """Curricula side by side: the held-out scores from `evaluate.py` and training curves from the
 runs' logs, as one markdown report (issue 25's SFL / DR / robust PLR / ACCEL comparison).
 
-Held out (the comparison): `evaluate.py`'s `results.json` (dcd12 suite mean, the sampled levels'
-mean solved rate, CVaR@alpha), one row per method. Training, for the trend within each method:
+Held out (the comparison): `evaluate.py`'s `results.json` files (dcd12 suite mean, the sampled
+levels' mean solved rate, CVaR@alpha), one row per method and file, with the update evaluated and
+the env steps spent by then. Training, for the trend within each method:
 per window of updates, the solved rate of the training episodes played on freshly generated
 levels (DR: all its episodes, `train/solved_rate`; the others: their `new/` group). These are
 *episode*-weighted and the methods play levels differently: the PLR family and SFL replay a new
@@ -80,25 +81,33 @@ def training_report(runs: dict[str, Path], window: int) -> list[str]:
     return lines
 
 
-def eval_report(results_json: Path, runs: dict[str, Path]) -> list[str]:
-    """`evaluate.py`'s summaries: one row per experiment group, found by the runs it holds."""
-    doc = json.loads(results_json.read_text())
-
+def eval_report(results_files: list[Path], runs: dict[str, Path]) -> list[str]:
+    """`evaluate.py`'s summaries: one row per experiment group and evaluation, found by the runs it
+    holds, with the checkpoint evaluated and the env steps each seed had spent by then (its log)."""
     def text(s):
         if s["mean"] is None:
             return "-"
         return f"{s['mean']:.3f}" if s["ci_low"] is None else f"{s['mean']:.3f} ± {(s['ci_high'] - s['ci_low']) / 2:.3f}"
 
+    docs = [json.loads(path.read_text()) for path in results_files]
     columns = [("suite_mean", "solved_rate", "dcd12 solved"), ("cvar", "mean_solved_rate", "sampled levels")]
-    alphas = sorted({k for g in doc["groups"] for k in g["summary"].get("cvar", {}) if k.startswith("cvar@")},
+    alphas = sorted({k for d in docs for g in d["groups"] for k in g["summary"].get("cvar", {}) if k.startswith("cvar@")},
                     key=lambda k: float(k[5:]))
     columns += [("cvar", a, f"CVaR {a[5:]}") for a in alphas]
-    lines = ["| method | " + " | ".join(c[2] for c in columns) + " |", "|---|" + "---|" * len(columns)]
-    for name, path in runs.items():
-        group = next((g for g in doc["groups"] if any(r.rsplit("/seed", 1)[0] == path.name for r in g["runs"])), None)
-        if group is not None:
-            lines.append(f"| {name} | " + " | ".join(text(group["summary"].get(c[0], {}).get(c[1], {"mean": None}))
-                                                     for c in columns) + " |")
+    lines = ["| method | update | env steps / seed | " + " | ".join(c[2] for c in columns) + " |",
+             "|---|---|---|" + "---|" * len(columns)]
+    for doc in docs:
+        for name, path in runs.items():
+            group = next((g for g in doc["groups"] if any(r.rsplit("/seed", 1)[0] == path.name for r in g["runs"])),
+                         None)
+            if group is None:
+                continue
+            update = next(r["checkpoint"] for r in doc["runs"] if r["run"] == path.name)
+            steps = next((r["env_steps"] for rows in per_seed(read_rows(path)).values() for r in rows
+                          if r["update"] == update), None)
+            lines.append(f"| {name} | {update} | {f'{steps:,}' if steps is not None else '-'} | "
+                         + " | ".join(text(group["summary"].get(c[0], {}).get(c[1], {"mean": None})) for c in columns)
+                         + " |")
     return lines
 
 
@@ -106,7 +115,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--run", action="append", required=True, help="NAME=RUN_DIR (repeatable, in table order)")
     p.add_argument("--window", type=int, default=50, help="updates per window of the training table")
-    p.add_argument("--eval", type=Path, help="evaluate.py's results.json for these runs")
+    p.add_argument("--eval", type=Path, action="append", default=[],
+                   help="evaluate.py's results.json for these runs (repeatable: one row per run and file)")
     p.add_argument("--out", type=Path, help="also write the report here (markdown)")
     a = p.parse_args(argv)
     runs = {}
