@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -210,6 +211,9 @@ class PolicyEvaluator:
         result = {"run": policy.run, "seed": policy.seed, "checkpoint": policy.step,
                   **({"agent": policy.agent} if policy.agent else {}),
                   "mazes": {name: r.summary() for name, r in runner.evaluate_held_out(key, policy.params, mazes).items()}}
+        if not env_spec(policy.cfg).binary_outcome:  # no success outcome (Pendulum, Craftax): no rate, not 0
+            for measured in result["mazes"].values():
+                measured["solved_rate"] = math.nan
         if s.cvar:
             result["cvar"] = self.cvar(policy, jax.random.fold_in(key, 1))
         if s.gif:
@@ -294,6 +298,8 @@ def group_results(results: list[dict], policies: list[Policy], mazes, pool: bool
 
 def print_table(summary: dict, mazes) -> None:
     def cell(s):
+        if np.isnan(s["mean"]):
+            return "–"
         if np.isnan(s["ci_low"]):
             return f"{s['mean']:.3f}"
         return f"{s['mean']:.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}]"

@@ -129,9 +129,16 @@ def first_nonfinite(metrics: dict) -> tuple[str, int, int] | None:
     return found
 
 
-def log_columns(metrics_abstract: dict, eval_names, multi_seed: bool) -> list[str]:
-    """The columns of a run's CSV log, from the shapes of one step's metrics."""
+def log_columns(metrics_abstract: dict, eval_names, multi_seed: bool, binary_outcome: bool = True) -> list[str]:
+    """The columns of a run's CSV log, from the shapes of one step's metrics (see `outcome_free`)."""
     row = summarize({k: np.zeros((1,), v.dtype) for k, v in metrics_abstract.items()})
     columns = ["update", *RUN_TOTALS, "time_s", "sps"] + [k for k in row if k not in RUN_TOTALS]
     columns += [f"eval/{n}" for n in eval_names]
-    return (["seed"] if multi_seed else []) + columns
+    columns = (["seed"] if multi_seed else []) + columns
+    return columns if binary_outcome else list(outcome_free(dict.fromkeys(columns)))
+
+
+def outcome_free(row: dict) -> dict:
+    """`row` without its solved rates (`train/solved_rate`, `replay/solved_rate`, `eval/mean_solved_rate`...):
+    an environment without a success outcome (Pendulum, Craftax) reports returns only, not a rate of 0."""
+    return {k: v for k, v in row.items() if not k.endswith("solved_rate")}

@@ -29,7 +29,7 @@ from flax.training.train_state import TrainState
 from minimax.checkpoint import Checkpointer, CheckpointError
 from minimax.build import build_runner, device_layout, env_spec, evaluated_params, make_evaluator
 from minimax.config import PRESETS, ConfigError, TrainConfig, flag
-from minimax.metrics import RUN_TOTALS, first_nonfinite, log_columns, mean_row, summarize
+from minimax.metrics import RUN_TOTALS, first_nonfinite, log_columns, mean_row, outcome_free, summarize
 from minimax.run_lock import LOCK_NAME, RunLock, RunLockError
 from minimax.run_logs import RunLogger, read_rows
 from minimax.stop_signals import RunStopped, StopSignals, wait_ready
@@ -174,7 +174,8 @@ def open_logger(cfg: TrainConfig, run_dir, metrics_abstract: dict, evaluator, la
     """The run's logger, its columns from one step's metrics (resumed: rows after `update` dropped)."""
     if layout.multi_seed:
         metrics_abstract = {k: jax.ShapeDtypeStruct(v.shape[1:], v.dtype) for k, v in metrics_abstract.items()}
-    columns = log_columns(metrics_abstract, evaluator.metric_names if evaluator else (), layout.multi_seed)
+    columns = log_columns(metrics_abstract, evaluator.metric_names if evaluator else (), layout.multi_seed,
+                          env_spec(cfg).binary_outcome)
     logger = RunLogger(run_dir, columns, wandb_config=cfg.to_dict() if cfg.wandb else None,
                        wandb_project=cfg.wandb_project, run_name=cfg.name, resume=cfg.resume)
     if cfg.resume:
@@ -278,6 +279,7 @@ def _train(cfg: TrainConfig, runner, layout: DeviceLayout, run_dir: Path, lead: 
         logger = open_logger(cfg, run_dir, metrics_abstract, evaluator, layout, update)
 
     row: dict = {}
+    binary_outcome = env_spec(cfg).binary_outcome
     progress = Progress(cfg.num_updates, update, int(counters["env_steps"].sum()), enabled=cfg.progress and lead)
     try:
         while update < cfg.num_updates:
@@ -290,6 +292,7 @@ def _train(cfg: TrainConfig, runner, layout: DeviceLayout, run_dir: Path, lead: 
             rows = seed_rows(metrics, layout)
             update += length  # steps: one gradient update each (DR, PAIRED) or one cycle (the PLR family)
             rows = log_rows(rows, layout, update, counters, time.perf_counter() - t0)
+            rows = rows if binary_outcome else [outcome_free(r) for r in rows]
             diverged = first_nonfinite(metrics)
             if diverged is None and not bool(params_finite(state)):
                 diverged = ("a parameter", length - 1, None)
@@ -306,6 +309,7 @@ def _train(cfg: TrainConfig, runner, layout: DeviceLayout, run_dir: Path, lead: 
                         r.update({f"eval/{n}": v for n, v in evaluator(jax.random.fold_in(k, update), p).items()})
             if cfg.buffer_png and hasattr(state, "buffer"):
                 save_buffer_pictures(state.buffer, cfg, layout, run_dir / "buffer", update, lead)
+            rows = rows if binary_outcome else [outcome_free(r) for r in rows]  # the evaluation's rates
             row = mean_row(rows) if layout.multi_seed else rows[0]
             if logger is not None:
                 logger.log_rows(rows + ([row] if layout.multi_seed else []))

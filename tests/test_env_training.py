@@ -41,6 +41,10 @@ def test_pendulum_accel_trains_logs_and_evaluates(pendulum_accel, tmp_path):
     names = list(doc["runs"][0]["mazes"])
     assert len(doc["runs"]) == 2 and len(names) == 9 and "tq4_l2.5" in names  # out-of-range torque and length
     assert all(r["mazes"][n]["return"] < 0 for r in doc["runs"] for n in names)
+    # No success outcome: no solved rate anywhere (not a rate of 0), in the evaluation or the logs.
+    assert all(r["mazes"][n]["solved_rate"] is None for r in doc["runs"] for n in names)
+    assert doc["summary"]["suite_mean"]["solved_rate"]["mean"] is None
+    assert not [k for r in rows for k in r if k.endswith("solved_rate")]
 
 
 def test_pendulum_resume_equals_the_uninterrupted_run(pendulum_accel, tmp_path):

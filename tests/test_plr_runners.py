@@ -16,6 +16,7 @@ from minimax.envs.maze.level import validate_level
 from minimax.run_logs import read_rows
 from minimax.config import PLR_METHODS
 from minimax.build import build_runner
+from minimax.runners.rollout import ppo_batch
 from minimax.train import train
 
 # One small config for every runner: episodes end within a rollout, so every level gets a score.
@@ -140,6 +141,39 @@ def test_robust_plr_trains_only_on_replay_cycles():
     assert int(second.train_state.step) == runner.ppo.n_epochs
     assert any(not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(first.train_state.params),
                                                        jax.tree.leaves(second.train_state.params)))
+
+
+@pytest.mark.parametrize("score_function", ["maxmc", "pvl", "one_step_td"])
+def test_reward_scale_learns_from_the_same_numbers_on_a_scaled_environment(score_function):
+    """`--reward-scale 1/s` on an environment paying s times the reward must give PPO and the
+    scores exactly the numbers of the unscaled run: MaxMC mixes stored returns (env units) with
+    values (scaled units), so a scale applied to the rewards alone would be caught here."""
+    s = 8.0
+    plain = build_runner(small("robust_plr", score_function=score_function))
+    scaled = build_runner(small("robust_plr", score_function=score_function, reward_scale=1 / s))
+    state = plain.init(jax.random.key(4))
+    levels = jax.vmap(plain.generator)(jax.random.split(jax.random.key(5), plain.num_envs))
+    rollout = jax.jit(plain.rollout)(jax.random.key(6), state.train_state.params, levels)
+    assert int(rollout.dones.sum()) > 0
+    # An untrained agent earns nothing on these small mazes: give every step and episode a reward.
+    k_r, k_ret = jax.random.split(jax.random.key(7))
+    rollout = rollout.replace(
+        rewards=jax.random.uniform(k_r, rollout.rewards.shape, minval=-1.0, maxval=1.0),
+        episode_returns=jnp.where(rollout.dones, jax.random.uniform(k_ret, rollout.rewards.shape), 0.0))
+    louder = rollout.replace(rewards=rollout.rewards * s, episode_returns=rollout.episode_returns * s)
+    prior = jnp.array([-jnp.inf, 0.5, 0.9, -jnp.inf][:plain.num_envs])
+
+    want_batch = ppo_batch(rollout, plain.ppo.gamma, plain.ppo.gae_lambda)
+    got_batch = ppo_batch(louder, scaled.ppo.gamma, scaled.ppo.gae_lambda, scaled.ppo.reward_scale)
+    np.testing.assert_allclose(got_batch.advantages, want_batch.advantages, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_batch.targets, want_batch.targets, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(scaled.advantages(louder), plain.advantages(rollout), rtol=1e-5, atol=1e-6)
+
+    want, want_best, want_valid = plain.score(rollout, plain.advantages(rollout), prior)
+    got, got_best, got_valid = scaled.score(louder, scaled.advantages(louder), prior * s)
+    np.testing.assert_array_equal(got_valid, want_valid)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_best, want_best * s, rtol=1e-6, atol=1e-6)  # stored in env units
 
 
 def test_parallel_accel_lays_out_new_replay_and_mutated_levels():

@@ -18,6 +18,7 @@ an episode (the recurrent carry is zeroed before it).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import jax
@@ -62,6 +63,9 @@ class PPOConfig:
     """Entropy bonus coefficient."""
     value_coef: float = struct.field(pytree_node=False, default=0.5)
     """Value loss coefficient."""
+    reward_scale: float = struct.field(pytree_node=False, default=1.0)
+    """Multiply rewards by this wherever they are learned from (GAE, the value head, the PLR scores); logged and
+    evaluated returns stay the environment's. For large-magnitude rewards (Pendulum: about -1,000 per episode)."""
 
     def __post_init__(self):
         check(self, self._rules)
@@ -70,6 +74,8 @@ class PPOConfig:
     def _rules(c):
         c.positive("adam_eps", "max_grad_norm", "n_epochs", "n_minibatches", "total_gradient_steps")
         c.non_negative("clip_eps", "entropy_coef", "value_coef")
+        if not (math.isfinite(c.obj.reward_scale) and c.obj.reward_scale > 0):
+            c.add(f"--reward-scale must be a finite number > 0, got {c.obj.reward_scale!r}")
         if not c.obj.lr >= 0:  # 0 is a policy that does not learn (tests replay rollouts with it)
             c.add(f"--lr must be > 0 (or 0: no learning), got {c.obj.lr!r}")
         c.unit("gamma", "gae_lambda")

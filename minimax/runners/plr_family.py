@@ -263,8 +263,8 @@ class PLRFamilyRunner:
                            levels, self.num_steps, self.shard)
 
     def advantages(self, rollout: Rollout):
-        adv, _ = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.last_value,
-                             self.ppo.gamma, self.ppo.gae_lambda)
+        adv, _ = compute_gae(rollout.rewards * self.ppo.reward_scale, rollout.values, rollout.dones,
+                             rollout.last_value, self.ppo.gamma, self.ppo.gae_lambda)
         return adv
 
     def prior_max(self, buffer: LevelBuffer, slots):
@@ -273,11 +273,13 @@ class PLRFamilyRunner:
 
     def score(self, rollout: Rollout, advantages, prior_max):
         """`(scores, best, valid)` per env: scores with MaxMC's max return = max(`prior_max`, this
-        rollout's best); `best` is this rollout's best return (0 where no episode ended)."""
+        rollout's best); `best` is this rollout's best return (0 where no episode ended). The scores see
+        rewards and returns times `--reward-scale`, the units of the value head; `best` is unscaled."""
         best = rollout_max_return(rollout.episode_returns, rollout.dones, jnp.full_like(prior_max, -jnp.inf))
-        inputs = ScoreInputs(rewards=rollout.rewards, values=rollout.values, dones=rollout.dones,
+        scale = self.ppo.reward_scale
+        inputs = ScoreInputs(rewards=rollout.rewards * scale, values=rollout.values, dones=rollout.dones,
                              solved=rollout.solved, advantages=advantages, policy=rollout.policy,
-                             last_value=rollout.last_value, max_returns=jnp.maximum(prior_max, best),
+                             last_value=rollout.last_value, max_returns=jnp.maximum(prior_max, best) * scale,
                              gamma=self.ppo.gamma)
         scores, valid = score_levels(self.cur.score_function, inputs)
         return scores, jnp.where(jnp.isfinite(best), best, 0.0), valid

@@ -185,10 +185,11 @@ def outcome_step(key, apply_fn, params, env, env_params, max_steps, episodes=Non
     return step
 
 
-def ppo_batch(rollout: Rollout, gamma: float, gae_lambda: float) -> PPOBatch:
-    """GAE over the rollout and the batch PPO trains on."""
-    advantages, targets = compute_gae(rollout.rewards, rollout.values, rollout.dones, rollout.last_value,
-                                      gamma, gae_lambda)
+def ppo_batch(rollout: Rollout, gamma: float, gae_lambda: float, reward_scale: float = 1.0) -> PPOBatch:
+    """GAE over the rollout (its rewards times `reward_scale`, `PPOConfig.reward_scale`) and the batch PPO
+    trains on."""
+    advantages, targets = compute_gae(rollout.rewards * reward_scale, rollout.values, rollout.dones,
+                                      rollout.last_value, gamma, gae_lambda)
     return PPOBatch(obs=rollout.obs, reset=rollout.reset, actions=rollout.actions, log_probs=rollout.log_probs,
                     values=rollout.values, advantages=advantages, targets=targets, init_carry=rollout.init_carry)
 
