@@ -357,13 +357,13 @@ def test_held_out_grid_reaches_outside_the_training_ranges(held_out, ranges, key
         low, high = getattr(ranges, k)
         values = np.array([float(getattr(h.fixed_level, k)) for h in grid])
         assert (values < low).any() and (values > high).any() and ((values >= low) & (values <= high)).any(), k
-    (default,) = held_out("default")
+    (default,) = held_out("gymnax")
     assert not default.is_fixed
     level = default.sample(jax.random.key(4))
     gx_defaults = (gx_cartpole if held_out is cartpole_held_out else gx_pendulum).EnvParams()
     for f in dataclasses.fields(ranges):
         np.testing.assert_allclose(getattr(level, f.name), getattr(gx_defaults, f.name), **TOL)
-    with pytest.raises(ValueError, match=r"'nope'.*grid, default"):
+    with pytest.raises(ValueError, match=r"'nope'.*grid, gymnax"):
         held_out("nope")
 
 

@@ -88,3 +88,14 @@ def test_configs_saved_before_the_environment_defaults_mean_the_same():
     assert TrainConfig.from_options(max_episode_steps=100).effective_options() != new.effective_options()
     cartpole = TrainConfig.from_options(env="cartpole").effective_options()
     assert (cartpole["max_episode_steps"], cartpole["eval_suite"], cartpole["mutator"]) == (500, "grid", "perturb")
+
+
+def test_no_suite_hides_behind_evaluates_default():
+    """`evaluate.py --suite default` means the env's benchmark suite, so a suite of that name could never be
+    chosen (CartPole's and Pendulum's gymnax suite once was): every registered env must avoid it."""
+    from minimax.evaluate import DEFAULT_SUITE
+
+    for name in env_names():
+        spec = get_env(name)
+        assert DEFAULT_SUITE not in spec.suites, name
+        assert spec.test_suite in spec.suites and spec.default_suite in spec.suites, name

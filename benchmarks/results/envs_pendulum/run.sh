@@ -12,3 +12,8 @@ for preset in dr plr accel; do
   nice -n 5 .venv/bin/python evaluate.py runs/pend/pendulum-$preset --suite grid --episodes 50 \
     --out runs/pend/eval-pendulum-$preset
 done
+# gymnax's own Pendulum-v1 (default physics, random start as its reset):
+for preset in dr plr accel; do
+  nice -n 5 .venv/bin/python evaluate.py runs/pend/pendulum-$preset --suite gymnax --episodes 100 \
+    --out runs/pend/evalgymnax-pendulum-$preset
+done

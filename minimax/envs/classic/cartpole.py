@@ -237,7 +237,7 @@ GRID_LENGTHS = (0.1, 0.5, 2.0)
 """Half pole lengths of the `grid` suite: 0.1 and 2.0 lie outside the default range [0.25, 1]."""
 GRID_MASSPOLES = (0.01, 0.1, 1.0)
 """Pole masses of the `grid` suite: 0.01 and 1.0 lie outside the default range [0.05, 0.5]."""
-SUITES = ("grid", "default")
+SUITES = ("grid", "gymnax")
 
 
 def cartpole_held_out(suite: str) -> list[HeldOutLevel]:
@@ -245,7 +245,7 @@ def cartpole_held_out(suite: str) -> list[HeldOutLevel]:
     - `grid`: every (half pole length, pole mass) of `GRID_LENGTHS` x `GRID_MASSPOLES`, other
       physics gymnax's default, each a fixed level starting at `HELD_OUT_START`, named like
       `len0.5_mp0.1`;
-    - `default`: gymnax's CartPole-v1 itself: default physics, the start drawn as gymnax's reset.
+    - `gymnax`: gymnax's CartPole-v1 itself: default physics, the start drawn as gymnax's reset.
     """
     same_params = lambda train_params: train_params  # noqa: E731
     if suite == "grid":
@@ -256,7 +256,7 @@ def cartpole_held_out(suite: str) -> list[HeldOutLevel]:
                 out.append(HeldOutLevel(f"len{fmt(length)}_mp{fmt(masspole)}", sample=lambda key, lv=level: lv,
                                         params_for=same_params, fixed_level=level))
         return out
-    if suite == "default":
+    if suite == "gymnax":
         physics = CartPoleRanges(**{n: (v, v) for n, v in default_physics().items()})
-        return [HeldOutLevel("default", sample=make_cartpole_generator(physics), params_for=same_params)]
+        return [HeldOutLevel("gymnax", sample=make_cartpole_generator(physics), params_for=same_params)]
     raise unknown_suite("CartPole", suite, SUITES)

@@ -224,14 +224,14 @@ GRID_MAX_TORQUES = (0.5, 2.0, 4.0)
 """Motor limits of the `grid` suite: 0.5 and 4.0 lie outside the default range [1, 3]."""
 GRID_LENGTHS = (0.25, 1.0, 2.5)
 """Pendulum lengths of the `grid` suite: 0.25 and 2.5 lie outside the default range [0.5, 1.5]."""
-SUITES = ("grid", "default")
+SUITES = ("grid", "gymnax")
 
 
 def pendulum_held_out(suite: str) -> list[HeldOutLevel]:
     """The held-out levels of `suite`:
     - `grid`: every (max_torque, length) of `GRID_MAX_TORQUES` x `GRID_LENGTHS`, m and g gymnax's
       default, each a fixed level starting at `HELD_OUT_START` (hanging down), named like `tq2_l1`;
-    - `default`: gymnax's Pendulum-v1 itself: default physics, the start drawn as gymnax's reset.
+    - `gymnax`: gymnax's Pendulum-v1 itself: default physics, the start drawn as gymnax's reset.
     """
     same_params = lambda train_params: train_params  # noqa: E731
     if suite == "grid":
@@ -242,7 +242,7 @@ def pendulum_held_out(suite: str) -> list[HeldOutLevel]:
                 out.append(HeldOutLevel(f"tq{fmt(torque)}_l{fmt(length)}", sample=lambda key, lv=level: lv,
                                         params_for=same_params, fixed_level=level))
         return out
-    if suite == "default":
+    if suite == "gymnax":
         physics = PendulumRanges(**{n: (v, v) for n, v in default_physics().items()})
-        return [HeldOutLevel("default", sample=make_pendulum_generator(physics), params_for=same_params)]
+        return [HeldOutLevel("gymnax", sample=make_pendulum_generator(physics), params_for=same_params)]
     raise unknown_suite("Pendulum", suite, SUITES)

@@ -5,7 +5,7 @@ layer, with the recurrent core of `--recurrent-cell` (`none`: a feedforward poli
 choice for these fully observed tasks). Pendulum's actions are continuous: a `DiagGaussian`
 policy over the torque. There is no teacher design MDP for physics, so PAIRED and its
 relatives are refused; the held-out suites are `grid` (physics inside and outside the
-training ranges) and `default` (gymnax's own physics).
+training ranges) and `gymnax` (gymnax's own physics and reset).
 """
 
 from __future__ import annotations
