@@ -3,6 +3,10 @@ test_scale.py), so the suite compiles its programs once (the compilation cache s
 
 from minimax.config import TrainConfig
 
+# Compiler options for a test program that runs for seconds: the suite compiles at LLVM -O0
+# (tests/conftest.py), which makes long loops ~25x slower. `jax.jit(f, compiler_options=...)`.
+FULL_OPTIMISATION = {"xla_backend_optimization_level": 3, "xla_llvm_disable_expensive_passes": False}
+
 TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_actions=3, recurrent_size=16,
             num_envs=8, num_steps=16, n_epochs=2, lr=3e-3, num_updates=20, log_every=5, eval_every=10,
             checkpoint_every=10, eval_episodes=2, progress=False)

@@ -107,7 +107,8 @@ def test_two_seeds_in_one_program_match_each_seed_alone_and_resume(tmp_path, cap
 
 def _env(devices: int) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
-    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    # The suite's compile flags (tests/conftest.py) and the device count.
+    env["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}".strip()
     return env
 
 
