@@ -14,8 +14,8 @@ import sys
 # - XLA's older loop emitters for fusions (the newer fusion emitters cost more to compile);
 # - one code-generation thread per program (two xdist workers already fill both cores).
 # XLA's graph passes (fusion, layout) still run: each program computes the same operations and only
-# machine-code quality changes; comparisons between programs already allow for rounding. The few
-# tests whose programs run long compile those at full optimisation (run_helpers.FULL_OPTIMISATION).
+# machine-code quality changes; comparisons between programs already allow for rounding. A test
+# whose program runs for seconds compiles it at full optimisation (run_helpers.FULL_OPTIMISATION).
 # XLA aborts on a flag it does not know, so a newer jaxlib that dropped one is probed for first.
 # Set XLA_FLAGS with --xla_backend_optimization_level to test at another level.
 TEST_XLA_FLAGS = ("--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true "
