@@ -10,7 +10,9 @@ the release's own environment) and through ours (`minimax.envs.maze.teacher`), a
 - the agent: equal wherever the release is deterministic; where it draws (agent on the goal), both
   sides put it on a cell no earlier step chose;
 - the agent's direction: its distribution (uniform over 4 on both sides);
-- per set: walls, solvable fraction and shortest path of the designed levels.
+- per set: walls, solvable fraction and shortest path of the designed levels;
+- the teacher's pay: relative regret, mean relative regret, population regret and the negative
+  return computed from the same student rollouts, ours against the release's `compute_ued_scores`.
 
     python benchmarks/teacher_parity.py actions --out runs/teacher/actions.npz
     <release venv>/python ued_release.py runs/teacher/actions.npz runs/teacher/release.npz
@@ -51,7 +53,27 @@ def make_actions(n: int, seed: int) -> dict[str, np.ndarray]:
     goal_on_wall[:, goal] = goal_on_wall[:, 5]
     sets = {"uniform": uniform(), "few_cells": few, "agent_on_goal": on_goal, "agent_on_wall": on_wall,
             "goal_on_wall": goal_on_wall}
-    return {k: v.astype(np.uint32) for k, v in sets.items()}
+    out = {k: v.astype(np.uint32) for k, v in sets.items()}
+    out.update(make_rollouts(rng))
+    return out
+
+
+def make_rollouts(rng, t: int = 64, n: int = 512) -> dict[str, np.ndarray]:
+    """Student rollouts for the teacher's pay, `[students, T, levels]`: goal rewards in [0.1, 1]
+    at some episode ends, levels whose episodes never end, end rarely or end often; for 2 students
+    (PAIRED) and 3 (population PAIRED, the minimax adversary's population)."""
+    out = {}
+    for students in (2, 3):
+        ends = rng.random((students, t, n)) < rng.choice([0.0, 0.02, 0.1, 0.5], size=(1, 1, n))
+        goal = ends & (rng.random((students, t, n)) < 0.6)
+        out[f"rollout{students}/rewards"] = np.where(goal, rng.uniform(0.1, 1.0, goal.shape), 0.0).astype(np.float32)
+        out[f"rollout{students}/dones"] = ends
+    return out
+
+
+# The teacher scores of minimax.curricula.regret, as the release's `UEDScore` names them.
+RELEASE_SCORES = {"relative_regret": (2, "RELATIVE_REGRET"), "mean_relative_regret": (2, "MEAN_RELATIVE_REGRET"),
+                  "population_regret": (3, "POPULATION_REGRET"), "negative_return": (3, "NEG_RETURN")}
 
 
 @jax.jit
@@ -118,6 +140,24 @@ def compare(actions: dict, release: dict) -> dict:
             "ours": summary(np.asarray(ours.wall_map), np.asarray(solvable), np.asarray(path)),
             "release": summary(r_walls, np.asarray(r_solvable), np.asarray(r_path)),
         }
+    out["teacher_scores"] = compare_scores(actions, release)
+    return out
+
+
+def compare_scores(actions: dict, release: dict) -> dict:
+    """The teacher's pay per level from the same student rollouts: ours against the release's
+    `compute_ued_scores` (n_eval 1). A rollout's rewards are its episodes' returns here (one
+    rewarded step per episode, at its end), the input our `teacher_score` takes."""
+    from minimax.curricula.regret import teacher_score  # noqa: PLC0415
+
+    out = {}
+    for name, (students, _) in RELEASE_SCORES.items():
+        rewards, dones = actions[f"rollout{students}/rewards"], actions[f"rollout{students}/dones"]
+        ours = np.asarray(teacher_score(name, jnp.asarray(rewards), jnp.asarray(dones)))
+        theirs = release[f"score/{name}"]
+        out[name] = {"levels": int(ours.size), "max_abs_diff": float(np.abs(ours - theirs).max()),
+                     "mean": [float(ours.mean()), float(theirs.mean())],
+                     "levels_without_an_episode": int((dones.sum((0, 1)) == 0).sum())}
     return out
 
 
