@@ -33,6 +33,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from minimax.curricula.regret import teacher_score
+from minimax.envs.maze.level import Level
 from minimax.envs.maze.paths import is_solvable, shortest_path_length
 from minimax.envs.maze.teacher import MazeTeacher, TeacherParams
 
@@ -105,8 +107,6 @@ def summary(walls, solvable, path) -> dict:
 
 
 def compare(actions: dict, release: dict) -> dict:
-    from minimax.envs.maze.level import Level  # noqa: PLC0415
-
     out = {}
     cells = PARAMS.height * PARAMS.width
     for name in SETS:
@@ -148,8 +148,6 @@ def compare_scores(actions: dict, release: dict) -> dict:
     """The teacher's pay per level from the same student rollouts: ours against the release's
     `compute_ued_scores` (n_eval 1). A rollout's rewards are its episodes' returns here (one
     rewarded step per episode, at its end), the input our `teacher_score` takes."""
-    from minimax.curricula.regret import teacher_score  # noqa: PLC0415
-
     out = {}
     for name, (students, _) in RELEASE_SCORES.items():
         rewards, dones = actions[f"rollout{students}/rewards"], actions[f"rollout{students}/dones"]
