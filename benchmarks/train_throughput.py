@@ -65,12 +65,12 @@ def paired_breakdown(runner: PAIREDRunner, state, repeats: int) -> dict:
         return jax.vmap(one)(jax.random.split(key, runner.n_students), params)
 
     def students_ppo(key, students, rollouts):
-        batches = jax.vmap(lambda r: ppo_batch(r, runner.ppo.gamma, runner.ppo.gae_lambda))(rollouts)
+        batches = jax.vmap(lambda r: ppo_batch(r, runner.ppo))(rollouts)
         return jax.vmap(lambda k, ts, b: ppo_update(k, ts, b, runner.ppo))(
             jax.random.split(key, runner.n_students), students, batches)
 
     def teacher_ppo(key, teacher, design_rollout):
-        batch = ppo_batch(design_rollout, runner.teacher_ppo.gamma, runner.teacher_ppo.gae_lambda)
+        batch = ppo_batch(design_rollout, runner.teacher_ppo)
         return ppo_update(key, teacher, batch, runner.teacher_ppo)
 
     design_j, play_j = jax.jit(design), jax.jit(play)

@@ -98,13 +98,13 @@ def _update(runner, state):
     alone, swapped = [], None
     for i in range(runner.n_students):
         mine = jax.tree.map(lambda x, i=i: x[i], state.train_state)
-        batch = ppo_batch(jax.tree.map(lambda x, i=i: x[i], r.students), runner.ppo.gamma, runner.ppo.gae_lambda)
+        batch = ppo_batch(jax.tree.map(lambda x, i=i: x[i], r.students), runner.ppo)
         alone.append(ppo_update(keys[i], mine, batch, runner.ppo)[0].params)
         if i == 1:
             mine0 = jax.tree.map(lambda x: x[0], state.train_state)
             swapped = ppo_update(keys[0], mine0, batch, runner.ppo)[0].params
     teacher = ppo_update(k_teacher, state.teacher,
-                         ppo_batch(r.design, runner.teacher_ppo.gamma, runner.teacher_ppo.gae_lambda),
+                         ppo_batch(r.design, runner.teacher_ppo),
                          runner.teacher_ppo)[0].params
     return after, metrics, alone, swapped, teacher, r
 

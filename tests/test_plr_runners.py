@@ -163,8 +163,8 @@ def test_reward_scale_learns_from_the_same_numbers_on_a_scaled_environment(score
     louder = rollout.replace(rewards=rollout.rewards * s, episode_returns=rollout.episode_returns * s)
     prior = jnp.array([-jnp.inf, 0.5, 0.9, -jnp.inf][:plain.num_envs])
 
-    want_batch = ppo_batch(rollout, plain.ppo.gamma, plain.ppo.gae_lambda)
-    got_batch = ppo_batch(louder, scaled.ppo.gamma, scaled.ppo.gae_lambda, scaled.ppo.reward_scale)
+    want_batch = ppo_batch(rollout, plain.ppo)
+    got_batch = ppo_batch(louder, scaled.ppo)
     np.testing.assert_allclose(got_batch.advantages, want_batch.advantages, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got_batch.targets, want_batch.targets, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(scaled.advantages(louder), plain.advantages(rollout), rtol=1e-5, atol=1e-6)

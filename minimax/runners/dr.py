@@ -93,7 +93,7 @@ class DRRunner:
             else state.stream
         rollout, stream = collect_rollout(k_rollout, ts.apply_fn, ts.params, self.env_step, stream,
                                           self.num_steps, self.shard)
-        batch = ppo_batch(rollout, self.ppo.gamma, self.ppo.gae_lambda, self.ppo.reward_scale)
+        batch = ppo_batch(rollout, self.ppo)
         ts, metrics = ppo_update(k_update, ts, batch, self.ppo, self.shard)
         metrics.update(reduce_over_devices(episode_metrics(rollout), self.shard))
         metrics["env_steps"] = jnp.asarray(self.env_steps_per_update, jnp.int32)

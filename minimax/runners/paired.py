@@ -242,11 +242,10 @@ class PAIREDRunner:
     def step(self, state: PAIREDState):
         key, k_round, k_students, k_teacher = jax.random.split(state.key, 4)
         r = self.play_round(k_round, state)
-        batches = jax.vmap(lambda ro: ppo_batch(ro, self.ppo.gamma, self.ppo.gae_lambda, self.ppo.reward_scale))(r.students)
+        batches = jax.vmap(lambda ro: ppo_batch(ro, self.ppo))(r.students)
         students, student_stats = jax.vmap(lambda k, ts, b: ppo_update(k, ts, b, self.ppo, self.shard))(
             jax.random.split(k_students, self.n_students), state.train_state, batches)
-        design_batch = ppo_batch(r.design, self.teacher_ppo.gamma, self.teacher_ppo.gae_lambda,
-                                 self.teacher_ppo.reward_scale)
+        design_batch = ppo_batch(r.design, self.teacher_ppo)
         teacher, teacher_stats = ppo_update(k_teacher, state.teacher, design_batch, self.teacher_ppo, self.shard)
         metrics = self.round_metrics(r, student_stats, teacher_stats)
         return PAIREDState(train_state=students, teacher=teacher, key=key, updates=state.updates + 1), metrics

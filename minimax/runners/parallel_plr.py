@@ -52,7 +52,7 @@ class ParallelPLRRunner(PLRFamilyRunner):
         found, repeat, first = self._locate(buffer, levels)
         slots = jnp.where(is_replay, jnp.concatenate([idx] * g), found)
         rollout = self.rollout(k_roll, params, levels)
-        full = ppo_batch(rollout, self.ppo.gamma, self.ppo.gae_lambda, self.ppo.reward_scale)
+        full = ppo_batch(rollout, self.ppo)
         train_state, metrics = self._train(k_upd, state.train_state, env_slice(full, n, 2 * n), ready)
         scores, best, valid = self.score(rollout, full.advantages, self.prior_max(buffer, slots))
         mutations = jnp.concatenate([jnp.zeros((2 * n,), jnp.int32)] + [child_mutations] * (g - 2))

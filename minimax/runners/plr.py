@@ -33,7 +33,7 @@ class PLRRunner(PLRFamilyRunner):
         found, repeat, first = self._locate(buffer, levels)
         slots = jnp.where(replay, idx, found)
         rollout = self.rollout(k_roll, params, levels)
-        batch = ppo_batch(rollout, self.ppo.gamma, self.ppo.gae_lambda, self.ppo.reward_scale)
+        batch = ppo_batch(rollout, self.ppo)
         trainable = True if self.trains_on_new_levels else replay
         train_state, metrics = self._train(k_upd, state.train_state, batch, trainable)
         scores, best, valid = self.score(rollout, batch.advantages, self.prior_max(buffer, slots))

@@ -43,7 +43,7 @@ import jax.numpy as jnp
 from flax import struct
 from flax.training.train_state import TrainState
 
-from minimax.agents.ppo import PPOConfig, compute_gae, create_train_state, ppo_update
+from minimax.agents.ppo import PPOConfig, create_train_state, ppo_update
 from minimax.curricula.level_buffer import (BufferConfig, LevelBuffer, advance_clock, buffer_stats, fill_ratio,
                                             init_buffer, locate, offer, sample_replay)
 from minimax.curricula.scores import SCORE_FUNCTIONS, ScoreInputs, rollout_max_return, score_levels
@@ -52,7 +52,7 @@ from minimax.curricula.training_set import (REPLAY_SCHEDULES, TrainingSet, draw_
 from minimax.metrics import level_metric_sums, mean_sums, reduce_over_devices
 from minimax.options import check
 from minimax.parallel import NO_SHARD, Shard
-from minimax.runners.rollout import Rollout, episode_metrics, play_levels
+from minimax.runners.rollout import Rollout, episode_metrics, play_levels, ppo_batch
 
 MutationCriterion = Literal["batch", "easy", "hard"]
 MUTATION_CRITERIA: tuple[str, ...] = typing.get_args(MutationCriterion)
@@ -263,9 +263,7 @@ class PLRFamilyRunner:
                            levels, self.num_steps, self.shard)
 
     def advantages(self, rollout: Rollout):
-        adv, _ = compute_gae(rollout.rewards * self.ppo.reward_scale, rollout.values, rollout.dones,
-                             rollout.last_value, self.ppo.gamma, self.ppo.gae_lambda)
-        return adv
+        return ppo_batch(rollout, self.ppo).advantages  # (the unused targets are dropped by XLA)
 
     def prior_max(self, buffer: LevelBuffer, slots):
         """The stored max return of each level found in the buffer (-inf for the others)."""

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from minimax.agents.distributions import sample_per_element
-from minimax.agents.ppo import PPOBatch, compute_gae
+from minimax.agents.ppo import PPOBatch, PPOConfig, compute_gae
 from minimax.envs.wrappers import ReplayAutoReset
 from minimax.parallel import NO_SHARD, Shard
 
@@ -185,11 +185,11 @@ def outcome_step(key, apply_fn, params, env, env_params, max_steps, episodes=Non
     return step
 
 
-def ppo_batch(rollout: Rollout, gamma: float, gae_lambda: float, reward_scale: float = 1.0) -> PPOBatch:
-    """GAE over the rollout (its rewards times `reward_scale`, `PPOConfig.reward_scale`) and the batch PPO
-    trains on."""
-    advantages, targets = compute_gae(rollout.rewards * reward_scale, rollout.values, rollout.dones,
-                                      rollout.last_value, gamma, gae_lambda)
+def ppo_batch(rollout: Rollout, ppo: PPOConfig) -> PPOBatch:
+    """GAE over the rollout (`ppo`'s discount and lambda, its rewards times `ppo.reward_scale`) and the
+    batch PPO trains on. It takes the whole config so that no caller can leave the reward scale out."""
+    advantages, targets = compute_gae(rollout.rewards * ppo.reward_scale, rollout.values, rollout.dones,
+                                      rollout.last_value, ppo.gamma, ppo.gae_lambda)
     return PPOBatch(obs=rollout.obs, reset=rollout.reset, actions=rollout.actions, log_probs=rollout.log_probs,
                     values=rollout.values, advantages=advantages, targets=targets, init_carry=rollout.init_carry)
 
