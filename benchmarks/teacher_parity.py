@@ -91,8 +91,7 @@ def design(key, actions):
         return state, done
 
     state, dones = jax.lax.scan(one, state, (jax.random.split(k_steps, actions.shape[0]), actions))
-    level = teacher.level(state, PARAMS)
-    return level, dones, is_solvable(level), shortest_path_length(level)
+    return teacher.level(state, PARAMS), dones
 
 
 @jax.jit
@@ -112,7 +111,8 @@ def compare(actions: dict, release: dict) -> dict:
     for name in SETS:
         acts = actions[name].astype(np.int32)
         n = len(acts)
-        ours, dones, solvable, path = jax.device_get(design(jax.random.split(jax.random.key(0), n), jnp.asarray(acts)))
+        ours, dones = jax.device_get(design(jax.random.split(jax.random.key(0), n), jnp.asarray(acts)))
+        solvable, path = jax.device_get(path_stats(ours))
         r_walls, r_goal = release[f"{name}/wall_map"], release[f"{name}/goal_pos"].astype(np.int64)
         r_agent, r_dir = release[f"{name}/agent_pos"].astype(np.int64), release[f"{name}/agent_dir"].astype(np.int64)
         r_level = Level(wall_map=jnp.asarray(r_walls), goal_pos=jnp.asarray(r_goal, jnp.int32),

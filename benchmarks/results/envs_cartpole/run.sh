@@ -1,6 +1,6 @@
 #!/bin/bash
 # CartPole learning evidence: DR, robust PLR, ACCEL; 3 seeds each, same PPO settings, 1000 rollouts each.
-cd /work/main
+cd "$(dirname "$0")/../../.."   # the repository root
 PPO="--lr 3e-4 --gamma 0.99 --gae-lambda 0.95 --entropy-coef 0.0 --n-minibatches 4 --n-epochs 4 --recurrent-cell none --mlp-hidden 64"
 for preset in dr plr accel; do
   nice -n 10 .venv/bin/python train.py --preset $preset --env cartpole $PPO --num-updates 1000 --num-seeds 3 \

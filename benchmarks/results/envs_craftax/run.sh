@@ -1,6 +1,6 @@
 #!/bin/bash
 # Craftax-Classic learning evidence on this CPU: DR and ACCEL, 3 seeds, 150 rollouts of 32 envs x 256 steps.
-cd /work/main
+cd "$(dirname "$0")/../../.."   # the repository root
 while pgrep -f "runs/envs2/run.sh" > /dev/null; do sleep 20; done
 PPO="--lr 3e-4 --gamma 0.99 --gae-lambda 0.8 --entropy-coef 0.01 --n-minibatches 4 --n-epochs 4 --recurrent-cell none --mlp-hidden 256"
 for preset in dr accel; do

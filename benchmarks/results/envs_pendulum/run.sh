@@ -2,7 +2,7 @@
 # Pendulum learning evidence: DR, robust PLR, ACCEL; 3 seeds each, the same PPO settings, 300 rollout cycles of
 # 32 envs x 256 steps each, then the held-out grid (torque x length, hanging down). The settings are those of
 # the ablation in RESULTS.md (gamma 0.95, lr 1e-3, 10 epochs, --reward-scale 0.1).
-cd /work/main
+cd "$(dirname "$0")/../../.."   # the repository root
 PPO="--reward-scale 0.1 --gamma 0.95 --gae-lambda 0.95 --lr 1e-3 --n-epochs 10 --n-minibatches 4 --clip-eps 0.2 \
   --no-clip-value --entropy-coef 0.0 --recurrent-cell none --mlp-hidden 64"
 for preset in dr plr accel; do
