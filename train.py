@@ -10,6 +10,6 @@ if __name__ == "__main__":
     except DeviceError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
-    from minimax.train import main
+    from minimax.train_cli import main
 
     main()

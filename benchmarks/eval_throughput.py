@@ -39,7 +39,7 @@ import time
 import jax
 import numpy as np
 
-from minimax.config import PRESETS
+from minimax.presets import PRESETS
 from minimax.envs.maze.ood import get_suite
 from minimax.build import build_runner, env_params, level_generator, make_eval_runner
 

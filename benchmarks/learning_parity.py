@@ -114,7 +114,8 @@ def jax_versions() -> str:
 
 def build_config(preset: str, updates: int, seeds: list[int], sets: list[str]):
     """The preset with `num_updates` = `updates`, the seeds, and `--set key=value` overrides."""
-    from minimax.config import PRESETS, ConfigError, TrainConfig  # noqa: PLC0415
+    from minimax.config import ConfigError, TrainConfig  # noqa: PLC0415
+    from minimax.presets import PRESETS  # noqa: PLC0415
     from minimax.options import parse_assignments  # noqa: PLC0415
 
     if preset not in PRESETS:
@@ -204,7 +205,8 @@ def train(args, out: Path) -> None:
     from minimax.devices import distribute_init, distribute_step, to_host  # noqa: PLC0415
     from minimax.build import build_runner, device_layout  # noqa: PLC0415
     from minimax.config import TrainConfig  # noqa: PLC0415
-    from minimax.train import make_chunk, seed_keys  # noqa: PLC0415
+    from minimax.train import seed_keys  # noqa: PLC0415
+    from minimax.budget import make_chunk  # noqa: PLC0415
 
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     cfg, overrides = build_config(args.preset, args.updates, seeds, args.set)

@@ -10,7 +10,9 @@ levels (DR: all its episodes, `train/solved_rate`; the others: their `new/` grou
 level for the whole rollout, so an easy level adds several solved episodes, while DR moves on
 to another level after each episode; the columns therefore do not compare with each other, only
 along themselves. Then each method's budget (env steps, gradient updates, SFL's sampling-pass
-steps). Mean and 95% Student-t interval across seeds.
+steps) and the unit its `update` column counts (`--budget`: PPO updates, rollout cycles, or batches of
+env steps; the recorded SFL comparison ran before the option existed and counted cycles). Mean and
+95% Student-t interval across seeds.
 
     python benchmarks/method_comparison.py --window 50 --eval runs/cmp/eval/results.json \\
         --run dr=runs/cmp/dr --run plr=runs/cmp/plr --run accel=runs/cmp/accel --run sfl=runs/cmp/sfl
@@ -58,6 +60,11 @@ def fresh_keys(rows: list[dict]) -> tuple[str, str]:
         ("train/solved_rate", "episodes")
 
 
+def budget_of(run: Path) -> str:
+    """What the run's `update` column counts (`--budget`): runs saved before the option counted cycles."""
+    return json.loads((run / "config.json").read_text()).get("budget", "cycles")
+
+
 def training_report(runs: dict[str, Path], window: int) -> list[str]:
     seeds = {name: per_seed(read_rows(path)) for name, path in runs.items()}
     last = max(r["update"] for s in seeds.values() for rows in s.values() for r in rows)
@@ -69,14 +76,15 @@ def training_report(runs: dict[str, Path], window: int) -> list[str]:
             vals = [window_mean(rows, *fresh_keys(rows), lo, hi) for rows in seeds[name].values()]
             row.append(cell(vals))
         lines.append(f"| {lo + 1}-{hi} | " + " | ".join(row) + " |")
-    lines += ["", "| method | seeds | training solved rate (last window) | env steps (per seed) | gradient updates | "
-              "sampling-pass env steps |", "|---|---|---|---|---|---|"]
+    lines += ["", "| method | seeds | --budget (units run) | training solved rate (last window) | env steps (per seed) | "
+              "cycles | gradient updates | sampling-pass env steps |", "|---|---|---|---|---|---|---|---|"]
     for name in runs:
         runs_rows = list(seeds[name].values())
         end = runs_rows[0][-1]["update"]
         own = [window_mean(rows, "train/solved_rate", "episodes", end - window, end) for rows in runs_rows]
         sampling = sum(r.get("refresh_env_steps") or 0 for r in runs_rows[0])  # a per-row counter
-        lines.append(f"| {name} | {len(runs_rows)} | {cell(own)} | {runs_rows[0][-1]['env_steps']:,} | "
+        lines.append(f"| {name} | {len(runs_rows)} | {budget_of(runs[name])} ({end:,}) | {cell(own)} | "
+                     f"{runs_rows[0][-1]['env_steps']:,} | {runs_rows[0][-1]['cycles']:,} | "
                      f"{runs_rows[0][-1]['gradient_updates']:,} | {sampling:,} |")
     return lines
 

@@ -28,10 +28,11 @@ import jax
 
 def measure(preset: str, seeds: int, devices: int, envs: int | None, steps: int | None, chunk: int, repeats: int,
             warmup: int, buffer_size: int | None = None) -> dict:
-    from minimax.config import PRESETS  # noqa: PLC0415
+    from minimax.presets import PRESETS  # noqa: PLC0415
     from minimax.devices import distribute_init, distribute_step  # noqa: PLC0415
     from minimax.build import build_runner, device_layout  # noqa: PLC0415
-    from minimax.train import make_chunk, seed_keys  # noqa: PLC0415
+    from minimax.train import seed_keys  # noqa: PLC0415
+    from minimax.budget import make_chunk  # noqa: PLC0415
 
     overrides = {k: v for k, v in (("num_envs", envs), ("num_steps", steps), ("buffer_size", buffer_size))
                  if v is not None}

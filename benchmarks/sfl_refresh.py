@@ -20,7 +20,8 @@ import jax
 import jax.numpy as jnp
 
 from minimax.build import build_runner
-from minimax.config import PRESETS, TrainConfig
+from minimax.config import TrainConfig
+from minimax.presets import PRESETS
 from minimax.options import parse_assignments
 
 

@@ -1,13 +1,14 @@
-"""Training throughput: compile time and seconds per PPO update after compilation.
+"""Training throughput: compile time and seconds per PPO update after compilation, in the steady state.
 
 Builds the runner of a preset (default `dr`: 32 envs x 256 steps, LSTM 256, 5 epochs x 1
-minibatch) and times the program the training loop runs: a `lax.scan` over `--chunk`
-updates (rollouts, GAE, PPO, level buffer), measured after `block_until_ready`.
+minibatch) and times the program the training loop runs: `--chunk` PPO updates of the student
+(`budget.make_chunk`: rollouts, GAE, PPO, level buffer), measured after `block_until_ready`.
 
 For the PLR family an update may take several rollout cycles (robust PLR and ACCEL play
 new levels without gradients until they replay), so the report also gives cycles and
-env steps per update and seconds per cycle. `--warmup` calls run first: they fill the
-level buffer, whose first fill is a long search for robust PLR and ACCEL.
+env steps per update and seconds per cycle. The steady state is measured: a PLR-family
+runner first plays cycles until its buffer is ready (its warm-up, reported apart), then
+`--warmup` untimed calls run, then the `--repeats` timed ones.
 
 For the learned-teacher presets (`paired`, `pop_paired`, `minimax_adversary`) `--breakdown`
 also times the parts of one update, each compiled alone: the teacher's designs, the students'
@@ -27,7 +28,8 @@ import time
 
 import jax
 
-from minimax.config import PRESETS, ConfigError, TrainConfig
+from minimax.config import ConfigError, TrainConfig
+from minimax.presets import PRESETS
 from minimax.models.s5 import resolve_scan
 from minimax.options import parse_assignments
 from minimax.build import build_runner
@@ -35,7 +37,7 @@ from minimax.agents.ppo import ppo_update
 from minimax.runners import PAIREDRunner
 from minimax.runners.design import design_levels
 from minimax.runners.rollout import play_levels, ppo_batch
-from minimax.train import make_chunk
+from minimax.budget import make_chunk
 
 
 def best_time(fn, *args, repeats: int) -> float:
@@ -93,6 +95,23 @@ def core_name(model) -> str:
     return name
 
 
+def warm_buffer(runner, state, cycles_per_call: int = 8):
+    """A PLR-family run state whose level buffer is ready to replay (cycles of new levels played, no
+    update timed); other runners' states as they are."""
+    if not hasattr(state, "buffer"):
+        return state
+    play = jax.jit(make_chunk(runner, cycles_per_call, "cycles"), donate_argnums=0)
+    ready = jax.jit(runner.buffer_ready)
+    t0, cycles, grads = time.perf_counter(), 0, 0
+    while not bool(ready(state.buffer)):
+        state, metrics = play(state)
+        cycles += cycles_per_call
+        grads += int(metrics["gradient_updates"].sum())
+    print(f"buffer warm-up: {cycles} cycles ({grads} with an update) in {time.perf_counter() - t0:.1f} s "
+          f"(compile included), not timed below")
+    return state
+
+
 def measure(preset: str, args, overrides: dict) -> None:
     cfg = PRESETS[preset].replace(**overrides)
     runner = build_runner(cfg)
@@ -103,6 +122,7 @@ def measure(preset: str, args, overrides: dict) -> None:
     program = jax.jit(make_chunk(runner, args.chunk), donate_argnums=0).lower(state).compile()
     compile_s = time.perf_counter() - t0
 
+    state = warm_buffer(runner, state)
     for _ in range(args.warmup):
         state, metrics = program(state)
         jax.block_until_ready(metrics)
@@ -116,12 +136,12 @@ def measure(preset: str, args, overrides: dict) -> None:
         cycles += int(metrics["cycles"].sum())
         env_steps += int(metrics["env_steps"].sum())
     per_update = min(times)
-    mean_update = sum(times) / len(times)
+    mean_update = sum(times) / len(times)  # updates take a varying number of cycles: the mean is the rate
     updates = args.chunk * args.repeats
     print(f"preset {preset}: {cfg.num_envs} envs x {cfg.num_steps} steps, {core_name(runner.model)}, "
           f"{cfg.ppo.n_epochs} epochs x {cfg.ppo.n_minibatches} minibatch")
     print(f"compile (chunk of {args.chunk} updates): {compile_s:.1f} s")
-    print(f"seconds per update: {per_update:.3f} (best of {args.repeats}; all: "
+    print(f"seconds per update: {mean_update:.3f} mean, {per_update:.3f} best of {args.repeats} (all: "
           f"{', '.join(f'{t:.3f}' for t in times)})")
     print(f"cycles per update: {cycles / updates:.2f}, env steps per update: {env_steps / updates:,.0f}, "
           f"seconds per cycle: {mean_update * updates / cycles:.3f} (mean)")
@@ -138,7 +158,7 @@ def main() -> None:
                              f"(side by side): {', '.join(PRESETS)}")
     parser.add_argument("--chunk", type=int, default=5, help="updates per compiled call")
     parser.add_argument("--repeats", type=int, default=3, help="timed calls (after one warm-up call)")
-    parser.add_argument("--warmup", type=int, default=1, help="untimed calls first (fill the buffer)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed calls after the buffer is ready")
     parser.add_argument("--envs", type=int, default=None, help="override --num-envs")
     parser.add_argument("--steps", type=int, default=None, help="override --num-steps")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

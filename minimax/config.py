@@ -9,8 +9,8 @@ A group is the single home of its options (field, default, docstring = `--help`,
 checks); `TrainConfig` adds the checks across groups. Flags stay flat (`--lr`, `--buffer-size`),
 `config.json` is the tree, and flat `config.json` files of older runs still load.
 
-Presets are the minimax report's Table 5 (LSTM student) and Table 6 (S5 student, `*_s5`), value for value (docs/DESIGN.md lists
-where the released JSON configs differ); `python train.py --preset plr --lr 1e-3` overrides one.
+The presets (the minimax report's Tables 5 and 6, SFL's authors') live in `presets.py`; which
+configs are samples of one experiment, in `experiments.py`.
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ import json
 import math
 import typing
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Literal
 
-import tyro
 
 from minimax.agents.ppo import PPOConfig
+from minimax.budget import Budget
 from minimax.curricula.level_buffer import BufferConfig
 from minimax.envs.registry import env_names, get_env
-from minimax.models.s5 import s5_shape_problem
-from minimax.options import ConfigError, check, flag, flag_names, flatten, option_table, raise_problems
+from minimax.config_groups import EnvConfig, EvalConfig, ModelConfig, s5_problem
+from minimax.options import ConfigError, flag, flag_names, flatten, option_table, raise_problems
 from minimax.runners.paired import TeacherConfig, population_problem
 from minimax.runners.plr_family import CurriculumConfig
 from minimax.runners.sfl import SFLConfig
@@ -41,125 +41,6 @@ MUTATION_METHODS = ("accel", "parallel_accel")
 TEACHER_METHODS = ("paired", "pop_paired", "minimax_adversary")
 PresetName = Literal["dr", "plr", "accel", "pplr", "paccel", "paired", "pop_paired", "minimax_adversary",
                      "dr_s5", "plr_s5", "accel_s5", "pplr_s5", "paccel_s5", "paired_s5", "sfl"]
-
-
-@dataclasses.dataclass(frozen=True)
-class EnvConfig:
-    """The environment and its level generator."""
-
-    env_name: Annotated[str, tyro.conf.arg(name="env")] = "maze"
-    """The UED environment (minimax.envs.registry): maze (AMaze), cartpole or pendulum (gymnax physics as levels),
-    craftax (Craftax-Classic worlds; needs the craftax package). Each reads its own options below."""
-    maze_height: int = 13
-    """Maze interior height in cells."""
-    maze_width: int = 13
-    """Maze interior width in cells."""
-    max_episode_steps: int = 0
-    """Episode step budget on training levels; 0 = the environment's own (maze 250, cartpole 500, pendulum 200,
-    craftax 10000)."""
-    n_walls: int = 60
-    """Wall draws per generated level (with replacement); 0 generates empty levels (ACCEL)."""
-    n_actions: Literal[3, 7] = 7
-    """7 = MiniGrid's full action set (the literature's), 3 = left, right, forward."""
-    agent_view_size: int = 5
-    """Side of the egocentric view (odd)."""
-    normalize_obs: bool = True
-    """Divide observation images by 10."""
-    dr_restart_each_update: bool = False
-    """DR: start every env on a fresh level at each update, dropping the episodes in progress and keeping the
-    recurrent carry, as the minimax release's DR does (for side-by-side comparisons; default: episodes continue)."""
-    train_level_file: str = ""
-    """Train on the levels of this text file (evaluate.py's --levels format) instead of generated ones: DR
-    draws uniformly among them, the PLR family uses them as its finite training set (as --train-levels)."""
-    mutator: str = ""
-    """ACCEL edit, one of the environment's mutators; empty = its first. maze: minimax (the default: nothing / flip
-    a wall / move the goal) or four_edit (add, remove wall, move agent, goal); cartpole, pendulum: perturb;
-    craftax: tiles."""
-
-    def __post_init__(self):
-        check(self, self._rules)
-
-    def _rules(self, c):
-        if self.env_name not in env_names():
-            c.add(f"--env must be one of {', '.join(env_names())}, got {self.env_name!r}")
-        c.positive("maze_height", "maze_width")
-        c.non_negative("n_walls", "max_episode_steps")
-        if c.problems:
-            return
-        h, w = self.maze_height, self.maze_width
-        if h * w < 2:
-            c.add(f"a {h}x{w} maze (--maze-height x --maze-width) has no room for agent and goal")
-        elif self.n_walls > h * w - 2:
-            c.add(f"--n-walls must be <= {h * w - 2} for a {h}x{w} maze, got {self.n_walls}")
-        v = self.agent_view_size
-        if not isinstance(v, int) or v < 3 or v % 2 == 0:
-            c.add(f"--agent-view-size must be an odd int >= 3, got {v!r}")
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelConfig:
-    """The student network (`minimax.models.MazeActorCritic`)."""
-
-    recurrent_cell: Literal["lstm", "gru", "s5", "none"] = "lstm"
-    """Recurrent core of the student network: lstm, gru, or s5 (a stack of S5 state-space layers, whose
-    recurrence runs as one scan over the sequence: --s5-scan; models/s5.py); none: a feedforward student
-    (the MLP of cartpole, pendulum and craftax)."""
-    recurrent_size: int = 256
-    """Units of the recurrent core (S5: the layers' width and state size, half of it complex states)."""
-    s5_layers: int = 2
-    """S5 layers stacked in the core (S5 only; the report's Table 6: 2)."""
-    s5_blocks: int = 2
-    """HiPPO-N blocks the S5 state matrix is initialised from (S5 only; the report swept 1, 2, 4 and chose 2)."""
-    s5_layernorm: Literal["pre", "post", "none"] = "post"
-    """Where each S5 layer normalises: its input (pre) or its residual output (post) (S5 only; Table 6 per method)."""
-    s5_scan: Literal["auto", "parallel", "sequential"] = "auto"
-    """How S5 runs its linear recurrence over a sequence: an associative (parallel) scan, a sequential one, or auto
-    (parallel on GPU/TPU, sequential on CPU, where it is faster). Same results within float rounding."""
-    conv_filters: int = 16
-    """Filters of the 3x3 VALID convolution on the image."""
-    dir_embed_size: int = 5
-    """Size of the agent-direction embedding."""
-    head_hidden: int = 32
-    """Hidden units of the policy and value heads."""
-    mlp_hidden: int = 64
-    """Units of each of the two tanh layers of the MLP student (vector observations: cartpole, pendulum, craftax)."""
-
-    def __post_init__(self):
-        check(self, self._rules)
-
-    def _rules(self, c):
-        c.positive("recurrent_size", "conv_filters", "dir_embed_size", "head_hidden", "mlp_hidden")
-        problem = self.recurrent_cell == "s5" and s5_problem(self.recurrent_size, self, "--recurrent-size")
-        if problem and not c.problems:
-            c.add(problem)
-
-
-def s5_problem(size, model: "ModelConfig", size_flag: str) -> str | None:
-    """`models/s5.py: s5_shape_problem` for a core of width `size` (given by `size_flag`) with the
-    model group's S5 shape, naming the flags."""
-    return s5_shape_problem(size, model.s5_blocks, model.s5_layers, (size_flag, "--s5-blocks", "--s5-layers"))
-
-
-@dataclasses.dataclass(frozen=True)
-class EvalConfig:
-    """Periodic evaluation on held-out levels during training."""
-
-    eval_every: int = 100
-    """Evaluate on the --eval-suite levels every this many updates (a multiple of --log-every; 0 = never)."""
-    eval_suite: str = ""
-    """Held-out levels for periodic evaluation: a suite of the environment (maze: validation, dcd12, or
-    comma-separated maze names) or empty for the environment's default (maze: validation)."""
-    eval_episodes: int = 10
-    """Episodes per evaluation level (parallel envs; each env's first episode counts)."""
-    eval_greedy: bool = False
-    """Evaluate with the most likely action instead of sampling."""
-
-    def __post_init__(self):
-        check(self, self._rules)
-
-    def _rules(self, c):
-        c.non_negative("eval_every")
-        c.positive("eval_episodes")
 
 
 def _group(cls):
@@ -188,8 +69,14 @@ class TrainConfig:
     out_dir: str = "runs"
     """Where run directories (logs, config, checkpoints) are created."""
     num_updates: int = 30_000
-    """Updates to train for, as the minimax release counts them: one PPO update each for DR and PAIRED, one rollout
-    cycle each for the PLR family (robust PLR and ACCEL train on replay cycles only; logs count gradient_updates)."""
+    """Length of the run in units of --budget: PPO updates of the student by default, as the minimax release and the
+    report count them (robust PLR and ACCEL play as many rollout cycles without a gradient as they need in between;
+    the logs count cycles, env_steps and gradient_updates)."""
+    budget: Budget = "updates"
+    """What --num-updates, --log-every, --eval-every and --checkpoint-every count: updates (PPO updates of the
+    student), cycles (rollout cycles, with or without an update; runs saved before this option resume so), or
+    env_steps (batches of --num-envs x --num-steps env steps, one DR update's: methods compare at equal env steps).
+    Learning-rate annealing spans --num-updates PPO updates whatever the budget."""
     num_envs: int = 32
     """Parallel environments per rollout."""
     num_steps: int = 256
@@ -331,6 +218,8 @@ class TrainConfig:
                 flat.update({names[k]: v for k, v in nested.items() if names[k] in OPTIONS})
         for name in RETIRED:
             flat.pop(name, None)
+        # Runs saved before --budget existed counted rollout cycles (issue 23's reading of the release).
+        flat.setdefault("budget", "cycles")
         if "mutation_criterion" not in flat:
             # Configs saved before the criterion existed: q > 0 mutated the q best-scored replays.
             q = flat.get("mutation_subsample", 0)
@@ -367,55 +256,6 @@ def flat_config(values: dict) -> dict:
     """A saved `config.json` (nested, or flat from before the groups) as `{option: value}`; for tools
     that read run directories without building configs (plots)."""
     return flatten(values, GROUPS)
-
-
-BOOKKEEPING_OPTIONS = frozenset({
-    "seed", "seeds", "num_seeds", "run_name", "out_dir", "resume", "overwrite", "num_updates",
-    "progress", "wandb", "wandb_project", "keep_checkpoints", "checkpoint_every", "eval_every",
-    "preset", "devices", "buffer_png", "coordinator_address", "num_processes", "process_id",
-})
-"""Options that do not change what a run trains: runs differing only in these (and in their
-seeds) are samples of one experiment, which `plot` draws as one curve and `evaluate` pools
-into one confidence interval."""
-
-_UNSET = "<unset>"
-
-
-def experiment_options(options: dict) -> dict:
-    """`{option: value}` (flat names) without the bookkeeping ones: what defines the experiment."""
-    return {k: v for k, v in options.items() if k not in BOOKKEEPING_OPTIONS}
-
-
-def experiment_groups(configs: list[dict], names: list[str] | None = None) -> list[tuple[str, list[int]]]:
-    """Group flat configs by experiment, in first-seen order: `[(label, member indices)]`. A label
-    is the method, with up to three options that tell apart experiments of one method."""
-    keys: dict[str, list[int]] = {}
-    for i, c in enumerate(configs):
-        keys.setdefault(json.dumps(experiment_options(c), sort_keys=True, default=str), []).append(i)
-    groups = list(keys.values())
-    names = names or ["run"] * len(configs)
-    methods = [experiment_method(configs[g[0]], names[g[0]]) for g in groups]
-    labels = list(methods)
-    for method in set(methods):
-        same = [j for j, m in enumerate(methods) if m == method]
-        if len(same) < 2:
-            continue
-        opts = [experiment_options(configs[groups[j][0]]) for j in same]
-        differing = [k for k in sorted({k for o in opts for k in o})
-                     if len({json.dumps(o.get(k, _UNSET), default=str) for o in opts}) > 1]
-        for j, o in zip(same, opts):
-            parts = [f"{k}={_show(o.get(k, _UNSET))}" for k in differing[:3]]
-            labels[j] = f"{method} ({', '.join(parts)}{', …' if len(differing) > 3 else ''})"
-    return list(zip(labels, groups))
-
-
-def experiment_method(config: dict, name: str = "run") -> str:
-    """The method a flat config trains (its preset, or `name`, for configs that lack it)."""
-    return str(config.get("method") or config.get("preset") or name)
-
-
-def _show(v) -> str:
-    return v if isinstance(v, str) else json.dumps(v)
 
 
 def _problems(c: TrainConfig):
@@ -551,93 +391,3 @@ def _curriculum_problems(c: TrainConfig):
             and not 1 <= cur.mutation_subsample <= c.num_envs):
         yield (f"--mutation-subsample must be in [1, --num-envs ({c.num_envs})] for --mutation-criterion "
                f"{cur.mutation_criterion}, got {cur.mutation_subsample}")
-
-
-# --------------------------------------------------------------------------- presets
-
-_SHARED = dict(num_updates=30_000, num_envs=32, num_steps=256, n_epochs=5, n_minibatches=1, clip_eps=0.2,
-               clip_value=True, max_grad_norm=0.5, adam_eps=1e-5, value_coef=0.5, gae_lambda=0.98, maze_height=13,
-               maze_width=13, normalize_obs=True, recurrent_cell="lstm", recurrent_size=256,
-               eval_every=100, eval_episodes=10, checkpoint_every=1000)
-"""Shared by every preset. The maze's step budget (250) and evaluation suite (validation) are its
-environment defaults (`envs/maze/spec.py`), so a preset with `--env` keeps that env's own."""
-_PLR = dict(buffer_size=4000, score_function="maxmc", score_transform="rank", staleness_coef=0.3,
-            min_fill_ratio=0.5, unique_levels=True)
-_TEACHER = dict(teacher_lr=1e-4, teacher_gamma=0.995, teacher_gae_lambda=0.98, teacher_entropy_coef=0.05,
-                teacher_value_coef=0.5, teacher_n_epochs=5, teacher_n_minibatches=1, teacher_clip_eps=0.2,
-                teacher_n_walls=60, teacher_noise_dim=50, teacher_replace_wall_pos=True, teacher_conv_filters=128,
-                teacher_recurrent_size=256)
-"""Table 5's PAIRED column for the generator (teacher), with the release's `maze/paired.json` for
-what the table leaves out (design budget, noise, network)."""
-_ACCEL = dict(mutation_criterion="batch", mutation_subsample=4, n_walls=0)  # ACCEL grows levels from empty rooms
-
-TABLE_5 = {
-    # preset: (method, gamma, lr, student entropy, replay rate p, temperature beta, mutations)
-    "dr": ("dr", 0.995, 1e-4, 1e-3, None, None, None),
-    "plr": ("robust_plr", 0.995, 5e-5, 0.0, 0.5, 0.1, None),
-    "accel": ("accel", 0.995, 1e-4, 0.0, 0.8, 0.1, 20),
-    "pplr": ("parallel_plr", 0.999, 1e-4, 0.0, 0.5, 0.3, None),
-    "paccel": ("parallel_accel", 0.995, 1e-4, 0.0, 0.8, 0.1, 10),
-    "paired": ("paired", 0.995, 1e-4, 1e-3, None, None, None),
-    "pop_paired": ("pop_paired", 0.995, 1e-4, 1e-3, None, None, None),
-    "minimax_adversary": ("minimax_adversary", 0.995, 1e-4, 1e-3, None, None, None),
-}
-"""The minimax report's Table 5 (LSTM student), the columns that differ between methods."""
-
-
-TABLE_6 = {
-    # preset: (method, gamma, lr, student entropy, replay rate p, temperature beta, mutations, S5 layer norm)
-    "dr_s5": ("dr", 0.995, 3e-5, 1e-3, None, None, None, "post"),
-    "paired_s5": ("paired", 0.995, 1e-4, 1e-3, None, None, None, "post"),
-    "plr_s5": ("robust_plr", 0.999, 3e-5, 1e-3, 0.5, 0.3, None, "pre"),
-    "pplr_s5": ("parallel_plr", 0.995, 3e-5, 1e-3, 0.5, 0.3, None, "post"),
-    "accel_s5": ("accel", 0.999, 3e-5, 1e-3, 0.8, 0.3, 10, "post"),
-    "paccel_s5": ("parallel_accel", 0.999, 1e-5, 0.0, 0.8, 0.3, 20, "post"),
-}
-"""The minimax report's Table 6 (S5 student), the columns that differ between methods. Shared with
-Table 5: everything in `_SHARED`, `_PLR` (staleness 0.3, buffer 4000, MaxMC, rank) and ACCEL's batch
-mutation of 4; S5: 2 layers, 2 blocks. The PAIRED column's generator entropy is 1e-3 (Table 5: 0.05)."""
-_S5 = dict(recurrent_cell="s5", s5_layers=2, s5_blocks=2)
-
-
-def _preset(name: str) -> TrainConfig:
-    if name in TABLE_6:
-        method, gamma, lr, entropy, p, beta, mutations, layernorm = TABLE_6[name]
-    else:
-        (method, gamma, lr, entropy, p, beta, mutations), layernorm = TABLE_5[name], None
-    values = dict(preset=name, method=method, gamma=gamma, lr=lr, entropy_coef=entropy, n_walls=60, **_SHARED)
-    if method in TEACHER_METHODS:
-        values.update(_TEACHER)
-    elif method != "dr":
-        values.update(_PLR, replay_prob=p, temperature=beta)
-    if mutations:
-        values.update(_ACCEL, n_mutations=mutations)
-    if layernorm:
-        values.update(_S5, s5_layernorm=layernorm)
-        if method in TEACHER_METHODS:
-            values.update(teacher_entropy_coef=1e-3)
-    return TrainConfig.from_options(**values)
-
-
-SFL_MAZE = dict(preset="sfl", method="sfl", num_updates=4500, num_envs=256, num_steps=256, lr=2.5e-4, anneal_lr=True,
-                gamma=0.99, gae_lambda=0.95, n_epochs=4, n_minibatches=4, clip_eps=0.04, clip_value=True,
-                entropy_coef=0.0, value_coef=0.5, max_grad_norm=0.5, adam_eps=1e-5, n_walls=60, maze_height=13,
-                maze_width=13, normalize_obs=True, recurrent_cell="lstm", recurrent_size=256, eval_every=100,
-                eval_episodes=10, checkpoint_every=1000)
-"""SFL's authors' MiniGrid maze run (`amacrutherford/sampling-for-learnability`, `sfl/train/config/
-minigrid-sfl.yaml` with `env/minigrid.yaml` and `learning/ippo-minigrid.yaml`): 256 envs x 256 steps,
-4 epochs x 4 minibatches, clip 0.04 (ratio and value), gamma 0.99, lambda 0.95, no entropy bonus,
-lr 2.5e-4 annealed linearly, 4,500 updates (the 45 blocks of 100 its loop runs of the nominal 4,577),
-60-wall 13x13 mazes; the sampling options are `SFLConfig`'s defaults. docs/DESIGN.md lists each
-value's source and where we differ."""
-
-
-def _sfl_preset() -> TrainConfig:
-    return TrainConfig.from_options(**SFL_MAZE)
-
-
-PRESETS: dict[str, TrainConfig] = {**{name: _preset(name) for name in (*TABLE_5, *TABLE_6)}, "sfl": _sfl_preset()}
-"""The methods' published maze configurations, by preset name: the minimax report's with an LSTM
-student (its Table 5; the learned-teacher presets share Table 5's PAIRED column) and with an S5
-student (its Table 6, `*_s5`; the S5 PAIRED teacher keeps Table 5's LSTM network, as the report
-replaces the student's LSTM only), and SFL's authors' (`sfl`)."""

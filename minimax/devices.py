@@ -157,21 +157,24 @@ def distribute_init(runner: Runner, layout: DeviceLayout):
 
 
 def distribute_step(fn, runner: Runner, layout: DeviceLayout):
-    """`fn(state) -> (state, metrics)` of one seed on one device -> the same for every seed
-    (vmap) on every device (shard_map); metrics come out per seed, equal on all devices."""
+    """`fn(state, ahead) -> (state, metrics)` of one seed on one device (`budget.make_chunk`) -> the
+    same for every seed (vmap) on every device (shard_map); metrics come out per seed, equal on all
+    devices. `ahead` (int32 per seed, `[S]` or a scalar) may be left out: zeros."""
     f = jax.vmap(fn) if layout.multi_seed else fn
+    zeros = jnp.zeros((len(layout.seeds),) if layout.multi_seed else (), jnp.int32)
     if layout.mesh is None:
-        return f
+        return lambda state, ahead=None: f(state, zeros if ahead is None else ahead)
     axis = _device_axis(layout)
 
-    def inner(state):
+    def inner(state, ahead):
         state = _map_local(state, runner, lambda x: jnp.squeeze(x, axis))
-        state, metrics = f(state)
+        state, metrics = f(state, ahead)
         return _map_local(state, runner, lambda x: jnp.expand_dims(x, axis)), metrics
 
     specs = _state_specs(runner, layout)
-    return jax.shard_map(inner, mesh=layout.mesh, in_specs=(specs,), out_specs=(specs, layout.replicated_spec()),
-                         check_vma=False)
+    mapped = jax.shard_map(inner, mesh=layout.mesh, in_specs=(specs, layout.replicated_spec()),
+                           out_specs=(specs, layout.replicated_spec()), check_vma=False)
+    return lambda state, ahead=None: mapped(state, zeros if ahead is None else ahead)
 
 
 def to_host(tree):

@@ -31,7 +31,8 @@ import tyro
 
 from minimax.build import env_params, env_spec, evaluated_params, level_generator, make_eval_runner, make_model
 from minimax.checkpoint import Checkpointer, CheckpointError
-from minimax.config import OPTIONS, ConfigError, TrainConfig, experiment_groups
+from minimax.config import OPTIONS, ConfigError, TrainConfig
+from minimax.experiments import experiment_groups
 from minimax.envs.images import save_gif
 from minimax.envs.registry import UEDEnv, get_env
 from minimax.options import parse_assignments

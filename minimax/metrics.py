@@ -35,6 +35,11 @@ RENAMED = {"episode_return": "train/return", "episode_solved": "train/solved_rat
 """Log names of the episode means the rollouts report."""
 
 
+def is_counted(name: str) -> bool:
+    """Whether `name` is summed over a chunk's steps (a counter, or a half of a mean)."""
+    return name in COUNTS or name.endswith(("_sum", "_count", "/count"))
+
+
 def mean_sums(name: str, total, count, weight=1.0) -> dict:
     """`{name_sum, name_count}` (float32, scaled by `weight`: 0 drops a group that did not play)."""
     w = jnp.asarray(weight, jnp.float32)
@@ -73,6 +78,10 @@ def _denominator(name: str, m: dict):
 def summarize(metrics: dict) -> dict:
     """A chunk's stacked per-step metrics -> one row (see the module docstring)."""
     m = {k: np.asarray(v) for k, v in metrics.items()}
+    # A step is one unit of the budget (`budget.py`): it may span several cycles, or none (its
+    # counters are then 0): per-cycle means weigh it by its cycles, the buffer is the last cycle's.
+    cycles = m["cycles"].reshape(-1) if "cycles" in m else None
+    weighted = cycles is not None and (cycles != 1).any() and cycles.sum() > 0
     row = {}
     for k, v in m.items():
         if k.endswith(("_sum", "_count")):
@@ -80,7 +89,9 @@ def summarize(metrics: dict) -> dict:
         if k in COUNTS or k.endswith("/count"):
             row[k] = int(v.sum())
         elif k.startswith("buffer/"):
-            row[k] = v.reshape(-1)[-1].item()
+            row[k] = (v.reshape(-1)[cycles > 0] if weighted and v.size == cycles.size else v.reshape(-1))[-1].item()
+        elif weighted and v.size == cycles.size:
+            row[k] = float((v.reshape(-1) * cycles).sum() / cycles.sum())
         else:
             row[k] = float(v.mean())
     for k, v in m.items():

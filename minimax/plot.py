@@ -33,7 +33,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
-from minimax.config import experiment_groups, experiment_method, experiment_options  # noqa: E402
+from minimax.experiments import experiment_groups, experiment_method, experiment_options  # noqa: E402
 from minimax.run_logs import parse_row  # noqa: E402
 
 X_KEYS = ("env_steps", "update")

@@ -34,7 +34,8 @@ from pathlib import Path
 import tyro
 
 from minimax.checkpoint import CheckpointError
-from minimax.config import PRESETS, ConfigError, TrainConfig, flag
+from minimax.config import ConfigError, TrainConfig, flag
+from minimax.presets import PRESETS
 from minimax.options import parse_assignments
 from minimax.reproduce_table import LSTM_METHODS, METHODS, REPORT, REPORT_UPDATES, write_outputs
 

@@ -1,18 +1,17 @@
 """The experiment loop: config -> runner -> compiled chunks of updates -> logs, evals, checkpoints.
 
-The host only calls one compiled program, `k` runner steps in a `lax.scan`, then logs the
-chunk's metrics (JSONL + CSV under `runs/<run-name>/`, W&B when asked), evaluates on the
-validation mazes every `eval_every` updates and saves the whole run state every
-`checkpoint_every` updates. Chunk boundaries are multiples of `log_every` counted from
-update 0, so a resumed run executes exactly the same programs on exactly the same states
-as an uninterrupted one and (on CPU) reports the same numbers.
+The host only calls one compiled program, `k` units of the budget in a `lax.scan` (a unit is one
+PPO update by default, as many rollout cycles as that takes: `budget.py`), then logs the chunk's
+metrics (JSONL + CSV under `runs/<run-name>/`, W&B when asked), evaluates on the validation mazes
+every `eval_every` units and saves the whole run state every `checkpoint_every` units. Chunk
+boundaries are multiples of `log_every` counted from 0, so a resumed run executes exactly the same
+programs on exactly the same states as an uninterrupted one and (on CPU) reports the same numbers.
 
-`python train.py --help` lists every option; `--preset accel` starts from a preset.
+The command line is `train_cli.py` (`python train.py --help` lists every option).
 """
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import signal
 import sys
@@ -22,19 +21,19 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-import tyro
 
 from flax.training.train_state import TrainState
 
+from minimax.budget import COUNTER, LABEL, STALLED, make_chunk, stalled_message, unit_size
 from minimax.checkpoint import Checkpointer, CheckpointError
 from minimax.build import build_runner, device_layout, env_spec, evaluated_params, make_evaluator
-from minimax.config import PRESETS, ConfigError, TrainConfig, flag
+from minimax.config import TrainConfig
 from minimax.metrics import RUN_TOTALS, first_nonfinite, log_columns, mean_row, outcome_free, summarize
 from minimax.run_lock import LOCK_NAME, RunLock, RunLockError
 from minimax.run_logs import RunLogger, read_rows
+from minimax.progress import Progress
 from minimax.stop_signals import RunStopped, StopSignals, wait_ready
-from minimax.devices import (DeviceError, DeviceLayout, distribute_init, distribute_step, initialize_distributed,
-                             join_hosts, seed_params, to_host)
+from minimax.devices import DeviceLayout, distribute_init, distribute_step, initialize_distributed, seed_params, to_host
 
 # Options a resumed run may change: they do not alter what an update computes.
 # Where the run lives (`out_dir`, `run_name`) is not a training option: a moved run resumes.
@@ -47,6 +46,14 @@ class RunError(RuntimeError):
     """A run cannot start or resume (existing directory, missing checkpoint...)."""
 
 
+class TrainingDiverged(RunError):
+    """A loss or a parameter became NaN or infinite: the run stops before checkpointing it."""
+
+
+class BudgetStalled(RunError):
+    """A unit of the budget could not be spent: the run makes no progress (`budget.py`)."""
+
+
 # --------------------------------------------------------------------------- the loop
 
 
@@ -57,13 +64,6 @@ def seed_keys(layout: DeviceLayout):
     if not layout.multi_seed:
         return keys[0][0], [keys[0][1]]
     return jnp.stack([k[0] for k in keys]), [k[1] for k in keys]
-
-
-def make_chunk(runner, length: int):
-    """`state -> (state, metrics[length])`: `length` runner steps in one `lax.scan`."""
-    def chunk(state):
-        return jax.lax.scan(lambda s, _: runner.step(s), state, None, length=length)
-    return chunk
 
 
 def prepare_run_dir(cfg: TrainConfig, lock: RunLock) -> Path:
@@ -165,6 +165,9 @@ def start_state(cfg: TrainConfig, checkpoints: Checkpointer, init, init_keys, ab
                   file=sys.stderr)
         print(f"resuming from the newest intact checkpoint, update {step}", file=sys.stderr)
     meta.setdefault("gradient_updates", meta["update"])  # checkpoints of runs whose every step trained
+    if meta.get("budget", cfg.budget) != cfg.budget:
+        raise RunError(f"--resume: the checkpoint at update {step} counts --budget {meta['budget']}, the run's "
+                       f"config --budget {cfg.budget}: the config was edited; restore its budget to resume")
     return state, int(meta["update"]), {k: np.broadcast_to(np.asarray(meta[k], np.int64), (n,)).copy()
                                         for k in RUN_TOTALS}
 
@@ -195,10 +198,6 @@ def log_rows(rows: list[dict], layout: DeviceLayout, update: int, counters: dict
             for i, (s, r) in enumerate(zip(layout.seeds, rows))]
 
 
-class TrainingDiverged(RunError):
-    """A loss or a parameter became NaN or infinite: the run stops before checkpointing it."""
-
-
 def all_params_finite(state) -> jax.Array:
     """True when every parameter of every agent in `state` (students, teacher) is finite."""
     states = [x for x in jax.tree.leaves(state, is_leaf=lambda x: isinstance(x, TrainState))
@@ -224,7 +223,8 @@ def train(cfg: TrainConfig, on_checkpoint=None) -> dict:
 
     The run directory is locked for the whole run (`run_lock.py`). SIGTERM / SIGINT stop it after
     the chunk in flight, with a checkpoint, by raising `RunStopped` (`stop_signals.py`); a NaN or
-    infinite loss or parameter stops it with `TrainingDiverged`, and no checkpoint of it is written."""
+    infinite loss or parameter stops it with `TrainingDiverged`, and no checkpoint of it is written;
+    a run that cannot spend its budget stops with `BudgetStalled`."""
     initialize_distributed(cfg.coordinator_address, cfg.num_processes, cfg.process_id)
     layout = device_layout(cfg)
     if not cfg.resume:
@@ -238,101 +238,157 @@ def train(cfg: TrainConfig, on_checkpoint=None) -> dict:
             print(f"took over the lock of process {lock.took_over}, which is no longer running", file=sys.stderr)
         _sync("run directory ready")
         with StopSignals() as stop:
-            return _train(cfg, runner, layout, run_dir, lead, stop, on_checkpoint)
+            return _train(_Loop(cfg, runner, layout, run_dir, lead), stop, on_checkpoint)
     finally:
         lock.release()
 
 
-def _train(cfg: TrainConfig, runner, layout: DeviceLayout, run_dir: Path, lead: bool, stop: StopSignals,
-           on_checkpoint) -> dict:
-    evaluator = make_evaluator(cfg) if cfg.eval.eval_every and lead else None
-    init_keys, eval_keys = seed_keys(layout)
-    checkpoints = Checkpointer(run_dir / "checkpoints", keep=cfg.keep_checkpoints)
-    init = jax.jit(distribute_init(runner, layout))
-    abstract = jax.eval_shape(init, init_keys)
-
-    state, update, counters = start_state(cfg, checkpoints, init, init_keys, abstract, layout, lead)
-    if update >= cfg.num_updates:
-        if lead:
-            print(f"{run_dir} is already at update {update} (--num-updates {cfg.num_updates}): nothing to do; "
-                  f"pass a larger --num-updates to train it further", file=sys.stderr)
-        rows = read_rows(run_dir) if lead else []
-        return next((r for r in reversed(rows) if r.get("seed", "mean") == "mean" and r["update"] <= update), {})
-
-    programs: dict[int, object] = {}
-    params_finite = jax.jit(all_params_finite)
-
-    def chunk_program(length):
-        return distribute_step(make_chunk(runner, length), runner, layout)
-
-    def program(length):
-        if length not in programs:
-            t0 = time.perf_counter()
-            programs[length] = jax.jit(chunk_program(length), donate_argnums=0).lower(state).compile()
-            if lead:
-                print(f"compiled a chunk of {length} updates in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
-        return programs[length]
-
-    logger = None
-    if lead:
-        metrics_abstract = jax.eval_shape(chunk_program(1), abstract)[1]
-        logger = open_logger(cfg, run_dir, metrics_abstract, evaluator, layout, update)
-
+def _train(loop: "_Loop", stop: StopSignals, on_checkpoint) -> dict:
+    """The loop, one chunk of `--log-every` units at a time: run, check, evaluate, log, checkpoint."""
+    cfg = loop.cfg
+    if loop.update >= cfg.num_updates:
+        return loop.nothing_to_do()
+    logger = loop.open_logger()
+    progress = Progress(cfg.num_updates, loop.update, int(loop.counters["env_steps"].sum()),
+                        enabled=cfg.progress and loop.lead, unit=LABEL[cfg.budget])
     row: dict = {}
-    binary_outcome = env_spec(cfg).binary_outcome
-    progress = Progress(cfg.num_updates, update, int(counters["env_steps"].sum()), enabled=cfg.progress and lead)
     try:
-        while update < cfg.num_updates:
-            length = min(cfg.log_every, cfg.num_updates - update)
-            run_chunk = program(length)
-            t0 = time.perf_counter()
-            state, metrics = run_chunk(state)
-            wait_ready(metrics)  # polls, so a stop signal is seen while the chunk runs
-            metrics = to_host(metrics)
-            rows = seed_rows(metrics, layout)
-            update += length  # steps: one gradient update each (DR, PAIRED) or one cycle (the PLR family)
-            rows = log_rows(rows, layout, update, counters, time.perf_counter() - t0)
-            rows = rows if binary_outcome else [outcome_free(r) for r in rows]
-            diverged = first_nonfinite(metrics)
-            if diverged is None and not bool(params_finite(state)):
-                diverged = ("a parameter", length - 1, None)
-            if diverged is not None:
-                if logger is not None:  # the rows that show it, with "nan" / "inf" values
-                    logger.log_rows(rows + ([mean_row(rows)] if layout.multi_seed else []))
-                raise TrainingDiverged(_diverged_message(diverged, update - length, layout, checkpoints))
-            final = update >= cfg.num_updates
-            if cfg.eval.eval_every and (update % cfg.eval.eval_every == 0 or final):
-                params = seed_params(evaluated_params(cfg, state.train_state.params, layout.multi_seed),
-                                     layout)  # every process takes part
-                if evaluator is not None:
-                    for r, p, k in zip(rows, params, eval_keys):
-                        r.update({f"eval/{n}": v for n, v in evaluator(jax.random.fold_in(k, update), p).items()})
-            if cfg.buffer_png and hasattr(state, "buffer"):
-                save_buffer_pictures(state.buffer, cfg, layout, run_dir / "buffer", update, lead)
-            rows = rows if binary_outcome else [outcome_free(r) for r in rows]  # the evaluation's rates
-            row = mean_row(rows) if layout.multi_seed else rows[0]
+        while loop.update < cfg.num_updates:
+            rows, metrics = loop.run_chunk()
+            loop.check_finite(rows, metrics, logger)
+            final = loop.update >= cfg.num_updates
+            if cfg.eval.eval_every and (loop.update % cfg.eval.eval_every == 0 or final):
+                loop.evaluate(rows)
+            if cfg.buffer_png and hasattr(loop.state, "buffer"):
+                save_buffer_pictures(loop.state.buffer, cfg, loop.layout, loop.run_dir / "buffer", loop.update,
+                                     loop.lead)
+            rows = rows if loop.binary_outcome else [outcome_free(r) for r in rows]
+            row = mean_row(rows) if loop.layout.multi_seed else rows[0]
             if logger is not None:
-                logger.log_rows(rows + ([row] if layout.multi_seed else []))
+                logger.log_rows(rows + ([row] if loop.layout.multi_seed else []))
             signum = _stop_requested(stop)
-            if (cfg.checkpoint_every and update % cfg.checkpoint_every == 0) or final or signum:
-                counts = (lambda a: a.tolist()) if layout.multi_seed else (lambda a: int(a[0]))
-                checkpoints.save(update, state, {"update": update, **{k: counts(v) for k, v in counters.items()}})
-                asked_to_stop = on_checkpoint is not None and on_checkpoint(update)
+            if (cfg.checkpoint_every and loop.update % cfg.checkpoint_every == 0) or final or signum:
+                loop.save_checkpoint()
+                asked_to_stop = on_checkpoint is not None and on_checkpoint(loop.update)
                 if signum and not final:
-                    raise RunStopped(_stopped_message(cfg, signum, update, checkpoints), update, signum)
+                    raise RunStopped(_stopped_message(cfg, signum, loop.update, loop.checkpoints), loop.update,
+                                     signum)
                 if asked_to_stop and not final:
                     break
-            progress.advance(update, int(counters["env_steps"].sum()), row["sps"], row.get("train/return"))
+            progress.advance(loop.update, int(loop.counters["env_steps"].sum()), row["sps"], row.get("train/return"))
     except OSError as e:  # the run directory became unwritable, the disk filled up...
         raise RunError(f"cannot write the run's logs: {e.strerror or e}{f' ({e.filename})' if e.filename else ''}; "
-                       f"{_last_checkpoint(checkpoints)}") from None
+                       f"{_last_checkpoint(loop.checkpoints)}") from None
     finally:
         progress.close()
         if logger is not None:
             logger.close()
-    if lead and update >= cfg.num_updates:
-        print(f"run written to {run_dir}\nevaluate it with: python evaluate.py {run_dir}", file=sys.stderr)
+    if loop.lead and loop.update >= cfg.num_updates:
+        print(f"run written to {loop.run_dir}\nevaluate it with: python evaluate.py {loop.run_dir}", file=sys.stderr)
     return row
+
+
+class _Loop:
+    """The host side of one run: the run state, the budget spent (`update`, in units of `--budget`;
+    `counters`: per-seed cycles, env steps and gradient updates), the compiled chunks, the evaluator
+    and the checkpoints."""
+
+    def __init__(self, cfg: TrainConfig, runner, layout: DeviceLayout, run_dir: Path, lead: bool):
+        self.cfg, self.runner, self.layout, self.run_dir, self.lead = cfg, runner, layout, run_dir, lead
+        self.evaluator = make_evaluator(cfg) if cfg.eval.eval_every and lead else None
+        init_keys, self.eval_keys = seed_keys(layout)
+        self.checkpoints = Checkpointer(run_dir / "checkpoints", keep=cfg.keep_checkpoints)
+        init = jax.jit(distribute_init(runner, layout))
+        self.abstract = jax.eval_shape(init, init_keys)
+        self.state, self.update, self.counters = start_state(cfg, self.checkpoints, init, init_keys, self.abstract,
+                                                             layout, lead)
+        self.binary_outcome = env_spec(cfg).binary_outcome
+        self.programs: dict[int, object] = {}
+        self.params_finite = jax.jit(all_params_finite)
+
+    def nothing_to_do(self) -> dict:
+        if self.lead:
+            print(f"{self.run_dir} is already at update {self.update} (--num-updates {self.cfg.num_updates}): "
+                  f"nothing to do; pass a larger --num-updates to train it further", file=sys.stderr)
+        rows = read_rows(self.run_dir) if self.lead else []
+        return next((r for r in reversed(rows) if r.get("seed", "mean") == "mean" and r["update"] <= self.update),
+                    {})
+
+    def chunk_program(self, length: int):
+        return distribute_step(make_chunk(self.runner, length, self.cfg.budget), self.runner, self.layout)
+
+    def ahead(self):
+        """Per seed, how far its budget counter is past `update` units (`budget.make_chunk`)."""
+        counter = self.counters[COUNTER[self.cfg.budget]]
+        ahead = (counter - self.update * unit_size(self.cfg.budget, self.runner)).astype(np.int32)
+        return ahead if self.layout.multi_seed else ahead[0]
+
+    def program(self, length: int):
+        if length not in self.programs:
+            t0 = time.perf_counter()
+            jitted = jax.jit(self.chunk_program(length), donate_argnums=0)
+            self.programs[length] = jitted.lower(self.state, self.ahead()).compile()
+            if self.lead:
+                print(f"compiled a chunk of {length} {LABEL[self.cfg.budget]} in {time.perf_counter() - t0:.1f}s",
+                      file=sys.stderr)
+        return self.programs[length]
+
+    def open_logger(self) -> RunLogger | None:
+        if not self.lead:
+            return None
+        metrics = dict(jax.eval_shape(self.chunk_program(1), self.abstract)[1])
+        metrics.pop(STALLED)
+        return open_logger(self.cfg, self.run_dir, metrics, self.evaluator, self.layout, self.update)
+
+    def run_chunk(self) -> tuple[list[dict], dict]:
+        """The next chunk of units, run: `(log rows per seed, host metrics)`; `update` and `counters`
+        advanced. A chunk that could not spend its units raises `BudgetStalled`."""
+        length = min(self.cfg.log_every, self.cfg.num_updates - self.update)
+        run_chunk = self.program(length)
+        t0 = time.perf_counter()
+        self.state, metrics = run_chunk(self.state, self.ahead())
+        wait_ready(metrics)  # polls, so a stop signal is seen while the chunk runs
+        metrics = to_host(metrics)
+        stalled = np.asarray(metrics.pop(STALLED))
+        rows = seed_rows(metrics, self.layout)
+        if stalled.any():
+            raise BudgetStalled(self.stalled_message(stalled, rows, length))
+        self.update += length
+        self.length = length
+        rows = log_rows(rows, self.layout, self.update, self.counters, time.perf_counter() - t0)
+        return (rows if self.binary_outcome else [outcome_free(r) for r in rows]), metrics
+
+    def stalled_message(self, stalled, rows: list[dict], length: int) -> str:
+        seed_index, unit = (int(i[0]) for i in np.nonzero(stalled.reshape(-1, length)))
+        cfg = self.cfg
+        limit = getattr(self.runner, "max_idle_cycles", 0)
+        return stalled_message(cfg.method, self.layout.seeds[seed_index], self.update + unit + 1, limit,
+                               rows[seed_index].get("buffer/size"), cfg.curriculum.min_fill_ratio,
+                               cfg.buffer.capacity, cfg.num_steps, env_spec(cfg).make_params(cfg.env).max_steps)
+
+    def check_finite(self, rows: list[dict], metrics: dict, logger) -> None:
+        """Raise `TrainingDiverged` (after logging the rows that show it) on a non-finite loss or parameter."""
+        diverged, length = first_nonfinite(metrics), self.length
+        if diverged is None and not bool(self.params_finite(self.state)):
+            diverged = ("a parameter", length - 1, None)
+        if diverged is None:
+            return
+        if logger is not None:  # the rows that show it, with "nan" / "inf" values
+            logger.log_rows(rows + ([mean_row(rows)] if self.layout.multi_seed else []))
+        raise TrainingDiverged(_diverged_message(diverged, self.update - length, self.layout, self.checkpoints))
+
+    def evaluate(self, rows: list[dict]) -> None:
+        """Each seed's evaluation on the held-out levels, into its row (every process takes part)."""
+        params = seed_params(evaluated_params(self.cfg, self.state.train_state.params, self.layout.multi_seed),
+                             self.layout)
+        if self.evaluator is not None:
+            for r, p, k in zip(rows, params, self.eval_keys):
+                r.update({f"eval/{n}": v for n, v in self.evaluator(jax.random.fold_in(k, self.update), p).items()})
+
+    def save_checkpoint(self) -> None:
+        counts = (lambda a: a.tolist()) if self.layout.multi_seed else (lambda a: int(a[0]))
+        self.checkpoints.save(self.update, self.state, {"update": self.update, "budget": self.cfg.budget,
+                                                        **{k: counts(v) for k, v in self.counters.items()}})
 
 
 def _last_checkpoint(checkpoints: Checkpointer) -> str:
@@ -356,129 +412,3 @@ def _stopped_message(cfg: TrainConfig, signum: int, update: int, checkpoints: Ch
     return (f"stopped by {signal.Signals(signum).name} at update {update} of {cfg.num_updates}: checkpoint "
             f"{checkpoints.directory / str(update)} written; continue with:\n"
             f"  python train.py --resume --out-dir {cfg.out_dir} --run-name {cfg.name}")
-
-
-def _short(n: float) -> str:
-    """`n` in at most 6 characters: 950, 12.3k, 4.56M, 1.2G (a value that rounds up to 1000 of
-    a unit takes the next one: 999,700 is 1M, not 1e+03k)."""
-    if abs(n) < 999.5:
-        return f"{n:.0f}"
-    for unit, size in (("k", 1e3), ("M", 1e6)):
-        if abs(n) / size < 999.5:
-            return f"{n / size:.3g}{unit}"
-    return f"{n / 1e9:.3g}G"
-
-
-class Progress:
-    """A rich progress bar of fixed width (at most 80 columns): updates, env steps, measured
-    steps per second, the training return (once an episode finished) and the time left."""
-
-    BAR_WIDTH = 12
-
-    def __init__(self, total: int, done: int, env_steps: int, enabled: bool = True):
-        self._bar = None
-        if not enabled:
-            return
-        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn  # noqa: PLC0415
-        from rich.progress import Progress as RichProgress  # noqa: PLC0415
-
-        self._bar = RichProgress(TextColumn("updates"), BarColumn(bar_width=self.BAR_WIDTH), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[stats]}"), TimeRemainingColumn(), transient=False)
-        self._task = self._bar.add_task("train", total=total, completed=done, stats=self.stats(env_steps, None, None))
-        self._bar.start()
-
-    @staticmethod
-    def stats(env_steps: int, sps: float | None, train_return) -> str:
-        """The bar's statistics, always 36 characters wide (no jumping when a value appears)."""
-        rate = "-" if sps is None else _short(sps)
-        ret = "-" if train_return is None or train_return != train_return else f"{train_return:.3f}"
-        return f"{_short(env_steps):>6} steps {rate:>6}/s  return {ret:>6}"
-
-    def advance(self, done: int, env_steps: int, sps: float, train_return) -> None:
-        if self._bar is None:
-            return
-        self._bar.update(self._task, completed=done, stats=self.stats(env_steps, sps, train_return))
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-
-
-# --------------------------------------------------------------------------- command line
-
-
-def _given(argv: list[str], name: str) -> bool:
-    return any(a == name or a.startswith(name + "=") for a in argv)
-
-
-def parse_config(argv: list[str] | None = None) -> TrainConfig:
-    """The run's config: preset defaults, or a saved config (`--config PATH`, or the run's own
-    with --resume), overridden by the command line.
-
-    A resumed run keeps every option that changes what an update computes; where it lives is
-    not one of them, so a run moved or renamed resumes from its new place (`--out-dir`,
-    `--run-name`)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--preset", default="dr")
-    pre.add_argument("--resume", action="store_true")
-    pre.add_argument("--config")
-    for name in ("run-name", "out-dir", "method", "seed"):
-        pre.add_argument(f"--{name}")
-    known, _ = pre.parse_known_args(argv)
-    if known.preset not in PRESETS:
-        raise ConfigError(f"--preset must be one of {', '.join(PRESETS)}, got {known.preset!r}")
-    argv = [a for i, a in enumerate(argv) if not (a == "--config" or a.startswith("--config=")
-                                                   or (i and argv[i - 1] == "--config"))]
-    default = PRESETS[known.preset]
-    if known.config is not None:
-        if known.resume:
-            raise ConfigError("--config starts a new run from a saved config; --resume continues a run with its "
-                              "own config: give one of them")
-        path = Path(known.config)
-        if path.is_dir():
-            path = path / "config.json"
-        if not path.is_file():
-            raise ConfigError(f"--config: no config file at {path}")
-        if _given(argv, "--preset"):
-            raise ConfigError("--preset and --config both give the defaults: give one of them")
-        default = TrainConfig.load(path).replace(resume=False, overwrite=False)
-    saved = None
-    if known.resume and "-h" not in argv and "--help" not in argv:
-        probe = default.replace(**{k: v for k, v in dict(
-            run_name=known.run_name, out_dir=known.out_dir, method=known.method,
-            seed=None if known.seed is None else int(known.seed)).items() if v is not None})
-        path = probe.run_dir / "config.json"
-        if not path.exists():
-            raise RunError(f"--resume: no run to resume at {probe.run_dir} (no config.json)")
-        saved = TrainConfig.load(path)
-        if _given(argv, "--preset") and known.preset != saved.preset:
-            raise ConfigError(f"--resume keeps the run's saved config, which started from --preset {saved.preset}: "
-                              f"--preset {known.preset} would change nothing (leave it out)")
-        # Where the run lives now (it may have been moved or renamed) is where it was found.
-        default = saved.replace(resume=True, out_dir=str(probe.run_dir.parent), run_name=probe.run_dir.name)
-    # The groups' flags are flat (`--lr`, not `--ppo.lr`): OmitArgPrefixes.
-    cfg = tyro.cli(tyro.conf.OmitArgPrefixes[TrainConfig], default=default, args=argv, prog="train.py",
-                   description=TrainConfig.__doc__ + " Presets: " + ", ".join(PRESETS) + " (--preset); "
-                   "--config PATH starts from a saved config.json instead.")
-    if saved is not None:
-        given, kept = cfg.options(), saved.options()
-        changed = [n for n in given if given[n] != kept[n] and n not in RESUME_OVERRIDABLE]
-        if changed:
-            raise ConfigError("--resume keeps the run's saved config; these options differ from it: " + ", ".join(
-                f"{flag(n)} (saved {kept[n]!r}, given {given[n]!r})" for n in changed))
-    return cfg
-
-
-def main(argv: list[str] | None = None) -> None:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        join_hosts(argv)
-        cfg = parse_config(argv)
-        train(cfg)
-    except RunStopped as e:
-        print(e, file=sys.stderr)
-        raise SystemExit(e.exit_status) from None
-    except (ConfigError, RunError, CheckpointError, DeviceError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        raise SystemExit(2) from None

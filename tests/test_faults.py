@@ -20,7 +20,8 @@ from minimax.metrics import first_nonfinite, mean_row, summarize
 from minimax.run_lock import RunLock
 from minimax.run_logs import RunLogger, read_rows
 from minimax.stop_signals import RunStopped
-from minimax.train import RunError, TrainingDiverged, main, parse_config, train
+from minimax.train import RunError, TrainingDiverged, train
+from minimax.train_cli import main, parse_config
 from run_helpers import TINY, without_timing
 from run_helpers import tiny as shared_tiny
 

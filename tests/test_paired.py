@@ -10,7 +10,8 @@ import pytest
 from minimax.agents.ppo import ppo_update
 from minimax.build import build_runner
 from minimax.checkpoint import Checkpointer
-from minimax.config import PRESETS, ConfigError, TrainConfig
+from minimax.config import ConfigError, TrainConfig
+from minimax.presets import PRESETS
 from minimax.curricula.regret import teacher_score
 from minimax.envs.maze.level import Level
 from minimax.evaluate import load_policies

@@ -166,7 +166,7 @@ def test_s5_cores_fit_every_runner_and_the_teacher(preset):
     """The S5 core behind the runners that keep carries in their own ways (PAIRED's student population
     and teacher, the PLR family's replays and mutations): their programs trace with it."""
     from minimax.build import build_runner  # noqa: PLC0415
-    from minimax.config import PRESETS  # noqa: PLC0415
+    from minimax.presets import PRESETS  # noqa: PLC0415
 
     small = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, num_envs=4, num_steps=8,
                  recurrent_size=16, buffer_size=8, teacher_n_walls=3, teacher_recurrent_size=16,

@@ -7,10 +7,13 @@ import numpy as np
 import pytest
 
 from minimax.checkpoint import CheckpointError, Checkpointer
-from minimax.config import PRESETS, ConfigError, TrainConfig
+from minimax.config import ConfigError, TrainConfig
+from minimax.presets import PRESETS
 from minimax.run_logs import read_rows
 from minimax.build import build_runner, env_params, eval_levels
-from minimax.train import RunError, main, make_chunk, parse_config, train
+from minimax.train import RunError, train
+from minimax.train_cli import main, parse_config
+from minimax.budget import make_chunk
 from run_helpers import tiny, without_timing  # one small config shared by the run-level tests
 
 @pytest.fixture(scope="module")

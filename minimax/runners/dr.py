@@ -42,6 +42,8 @@ class DRState:
 
 class DRRunner:
     state_type = DRState
+    trains_every_cycle = True
+    """Every step makes a gradient update (a unit of the update budget is one step, `budget.py`)."""
 
     def __init__(self, env, env_params, generator, model, ppo: PPOConfig, num_envs: int, num_steps: int,
                  shard: Shard = NO_SHARD, restart_each_update: bool = False):

@@ -172,6 +172,9 @@ class PAIREDRunner:
     """`init(key) -> PAIREDState`, `step(state) -> (state, metrics)`: the runner contract
     (`runners.base.Runner`) for every learned-teacher method, chosen by its score."""
 
+    trains_every_cycle = True
+    """Every step makes a gradient update (a unit of the update budget is one step, `budget.py`)."""
+
     state_type = PAIREDState
     evaluated_agent = 0
     """Index of the evaluated student (the protagonist) on the agent axis of `train_state`."""

@@ -21,6 +21,7 @@ class PLRRunner(PLRFamilyRunner):
     method = "plr"
     trains_on_new_levels = True
     """Plain PLR trains on every cycle; robust PLR only on replay cycles."""
+    trains_every_cycle = True
 
     def step(self, state: PLRState):
         """One cycle, replay or new: play, train (if this method trains on it), score, offer."""

@@ -35,6 +35,7 @@ buffer is ready), so all devices take the same branch and train on the same upda
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from typing import Callable, Literal
 
@@ -44,6 +45,7 @@ from flax import struct
 from flax.training.train_state import TrainState
 
 from minimax.agents.ppo import PPOConfig, create_train_state, ppo_update
+from minimax.budget import max_idle_cycles
 from minimax.curricula.level_buffer import (BufferConfig, LevelBuffer, advance_clock, buffer_stats, fill_ratio,
                                             init_buffer, locate, offer, sample_replay)
 from minimax.curricula.scores import SCORE_FUNCTIONS, ScoreInputs, rollout_max_return, score_levels
@@ -131,6 +133,8 @@ class PLRFamilyRunner:
     """Whether the method makes new levels by editing replayed ones (needs a `mutator`)."""
     trains_only_on_replays: bool = False
     """Whether only replay cycles train (then `replay_prob` must be > 0 unless a finite training set is used)."""
+    trains_every_cycle: bool = False
+    """Whether every cycle makes a gradient update (plain PLR), so a unit of the update budget is one cycle."""
 
     def __init__(self, env, env_params, generator: Callable, model, ppo: PPOConfig, num_envs: int, num_steps: int,
                  buffer: BufferConfig, curriculum: CurriculumConfig, mutator: Callable | None = None,
@@ -190,6 +194,16 @@ class PLRFamilyRunner:
                         buffer=init_buffer(level, self.buffer_cfg.capacity),
                         training_set=init_training_set(max(self.cur.train_levels, 1)),
                         key=k_run, updates=jnp.zeros((), jnp.int32))
+
+    @property
+    def max_idle_cycles(self) -> int:
+        """Cycles without a gradient update or buffer growth after which the run is stuck (`budget.py`):
+        once the buffer is ready a cycle trains with the replay probability (1 for the parallel methods; with a
+        finite training set and the proportionate schedule, at least the ready fraction of its seeds)."""
+        p = 1.0 if self.groups > 1 else self.cur.replay_prob
+        if self.cur.train_levels and self.cur.replay_schedule != "fixed":
+            p = max(1, math.ceil(self.cur.min_fill_ratio * self.capacity)) / self.cur.train_levels
+        return max_idle_cycles(min(p, 1.0))
 
     # ------------------------------------------------------------------ pieces
 

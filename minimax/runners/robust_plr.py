@@ -15,4 +15,5 @@ from minimax.runners.plr import PLRRunner
 class RobustPLRRunner(PLRRunner):
     method = "robust_plr"
     trains_on_new_levels = False
+    trains_every_cycle = False
     trains_only_on_replays = True

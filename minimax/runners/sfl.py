@@ -109,6 +109,9 @@ class SFLRunner:
     """`init(key) -> SFLState`, `step(state) -> (state, metrics)`: one PPO update per step, the
     set refreshed before every `sfl_refresh_every`-th (see the module docstring)."""
 
+    trains_every_cycle = True
+    """Every step makes a gradient update (a unit of the update budget is one step, `budget.py`)."""
+
     state_type = SFLState
 
     def __init__(self, env, env_params, generator: Callable, model, ppo: PPOConfig, num_envs: int, num_steps: int,
