@@ -1,6 +1,7 @@
 """Learning parity: does our student learn like the reference implementations?
 
-Trains a preset (default `dr`) for `--updates` updates with `--seeds` seeds vmapped in one
+Trains a preset (default `dr`) for `--updates` rollout cycles (`--budget cycles`: one row per
+cycle, the release driver's unit; for DR a cycle is an update) with `--seeds` seeds vmapped in one
 program (the way `train.py` trains several seeds: `lax.map` init, `vmap` step) and records,
 per update and per seed, the sum of the returns, the number solved and the count of the
 training episodes that ended in that update. It then aggregates per `--window` updates:
@@ -275,7 +276,8 @@ def train(args, out: Path) -> None:
     def program(length: int):
         if length not in programs:
             t0 = time.perf_counter()
-            fn = distribute_step(make_chunk(runner, length), runner, layout)
+            # One row per rollout cycle, as the release's driver logs its ticks: the cycle budget.
+            fn = distribute_step(make_chunk(runner, length, "cycles"), runner, layout)
             programs[length] = jax.jit(fn, donate_argnums=0).lower(state).compile()
             seconds = time.perf_counter() - t0
             info.setdefault("compile_s", {})[str(length)] = seconds

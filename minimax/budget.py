@@ -78,10 +78,7 @@ def make_chunk(runner, length: int, budget: str = "updates"):
 
     counter, size = COUNTER[budget], unit_size(budget, runner)
     limit = getattr(runner, "max_idle_cycles", max_idle_cycles(1.0))  # a runner whose every cycle trains never idles
-    shapes = jax.eval_shape(runner.step, jax.eval_shape(runner.init, jax.random.key(0)))[1]
-    zeros = {k: jnp.zeros(v.shape, v.dtype) for k, v in shapes.items()}
-
-    def unit(carry, i):
+    def unit(carry, i, zeros):
         target = (i + 1) * size
 
         def cond(c):
@@ -104,7 +101,10 @@ def make_chunk(runner, length: int, budget: str = "updates"):
         return (state, ahead, stalled), {**_means(total), STALLED: stalled}
 
     def chunk(state, ahead=0):
-        (state, _, _), metrics = jax.lax.scan(unit, (state, jnp.asarray(ahead, jnp.int32), jnp.bool_(False)),
+        # The metrics' shapes, traced where the chunk runs (inside shard_map, a step's collectives need its axis).
+        zeros = {k: jnp.zeros(v.shape, v.dtype) for k, v in jax.eval_shape(runner.step, state)[1].items()}
+        (state, _, _), metrics = jax.lax.scan(lambda c, i: unit(c, i, zeros),
+                                              (state, jnp.asarray(ahead, jnp.int32), jnp.bool_(False)),
                                               jnp.arange(length, dtype=jnp.int32))
         return state, metrics
 

@@ -24,7 +24,7 @@ from typing import Literal
 
 
 from minimax.agents.ppo import PPOConfig
-from minimax.budget import Budget
+from minimax.budget import BUDGETS, Budget
 from minimax.curricula.level_buffer import BufferConfig
 from minimax.envs.registry import env_names, get_env
 from minimax.config_groups import EnvConfig, EvalConfig, ModelConfig, s5_problem
@@ -276,6 +276,8 @@ def _problems(c: TrainConfig):
             yield f"{flag(name)} must be an int >= {low}, got {v!r}"
     if c.method not in METHODS:
         yield f"--method must be one of {', '.join(METHODS)}, got {c.method!r}"
+    if c.budget not in BUDGETS:
+        yield f"--budget must be one of {', '.join(BUDGETS)}, got {c.budget!r}"
     elif c.buffer_png and c.method not in PLR_METHODS:
         yield f"--buffer-png draws the PLR family's level buffer; --method {c.method} has none"
     for name in ("num_updates", "log_every", "keep_checkpoints", "num_envs", "num_steps"):

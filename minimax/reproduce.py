@@ -3,8 +3,10 @@
 
 For each method (presets `dr`, `paired`, `plr` = PLR⊥, `pplr` = PLR∥, `accel`, `paccel` = ACCEL∥), train
 `--seeds` seeds in one vmapped program (minimax.train's `--num-seeds`) for `--updates`
-updates (default: the report's 30,000; the PLR family's are rollout cycles, as the release
-counts them), evaluate every seed on the `--suite` mazes (default
+PPO updates of the student (default: the report's 30,000, counted as the release counts them:
+robust PLR and ACCEL play their cycles without a gradient on top, about 2x and 1.25x DR's
+cycles; `table.md` gives each method's expected cycles and env steps), evaluate every seed on the
+`--suite` mazes (default
 `dcd12`, `--eval-episodes` 100 per maze, with minimax.evaluate's code), and write
 `<out-dir>/table.md` and `<out-dir>/results.json`: per maze and for the suite mean, the mean
 solved rate and return with 95% Student-t confidence intervals across seeds, next to the
@@ -65,8 +67,8 @@ class ReproduceConfig:
     """Comma-separated presets to run: dr, paired, plr (PLR⊥, robust PLR), pplr (PLR∥), accel, paccel (ACCEL∥) (Table 2,
     LSTM student), or their S5-student versions dr_s5, paired_s5, plr_s5, pplr_s5, accel_s5, paccel_s5 (Table 4)."""
     updates: int = REPORT_UPDATES
-    """Updates per method (the report: 30,000), counted as the minimax release counts them (PLR family: rollout
-    cycles, so each method spends the release's env steps); raising it later extends the runs from their checkpoints."""
+    """PPO updates of the student per method (the report: 30,000), as the minimax release counts them (robust PLR and
+    ACCEL play as many cycles without a gradient as they need in between); raising it later extends the runs."""
     seeds: int = 5
     """Seeds per method (0 .. N-1), trained together in one vmapped program."""
     out_dir: str = "reproduce"

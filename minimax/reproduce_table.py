@@ -8,14 +8,30 @@ seeds, updates, wall times, hardware, the run's options, per-seed results and th
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+import math
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
-from minimax.config import flat_config
+from minimax.config import MUTATION_METHODS, TEACHER_METHODS, TrainConfig, flat_config
+from minimax.run_logs import read_rows
 
-if TYPE_CHECKING:
-    from minimax.reproduce import Reproduction
+
+class Reproduction(Protocol):
+    """What the tables read of a reproduction (`minimax.reproduce.Reproduction`)."""
+
+    rc: Any  # its ReproduceConfig
+    methods: list[str]
+    configs: dict[str, TrainConfig]
+    overrides: dict
+    mazes: list
+    state: Any  # its State (state.json)
+    out: Path
+
+    def trained_updates(self, cfg: TrainConfig) -> int: ...
+
+    def eval_key(self) -> dict: ...
 
 REPORT_UPDATES = 30_000
 
@@ -42,7 +58,43 @@ LSTM_METHODS = tuple(m for m in METHODS if REPORT[m]["table"] == "Table 2")
 """The default set: Table 2, the LSTM student. `--methods` also takes the S5 presets (Table 4)."""
 
 
-def _status(rep: "Reproduction", method: str) -> tuple[str, int]:
+def expected_budget(cfg: TrainConfig, updates: int) -> dict:
+    """The rollout cycles and env steps `updates` PPO updates of the student are expected to take
+    (`--budget updates`, the release's unit): one cycle per update for DR, plain PLR, SFL and the learned
+    teachers (whose students play n_students batches); robust PLR and ACCEL first fill their buffer to
+    `--min-fill-ratio` with cycles of N new levels, then replay (and train) with probability p, so
+    1/p cycles per update, ACCEL's replay cycle also playing the N mutated children; the parallel
+    methods play G groups of N envs per cycle and train on every cycle once the buffer is ready."""
+    cur, n, batch = cfg.curriculum, cfg.num_envs, cfg.num_envs * cfg.num_steps
+    ready = math.ceil(cur.min_fill_ratio * cfg.buffer.capacity)
+    if cfg.method in ("robust_plr", "accel"):
+        warmup = math.ceil(ready / n)
+        cycles = warmup + updates / cur.replay_prob
+        batches = cycles + (updates if cfg.method in MUTATION_METHODS else 0)
+    elif cfg.method in ("parallel_plr", "parallel_accel"):
+        groups = 3 if cfg.method in MUTATION_METHODS else 2
+        warmup = math.ceil(ready / (groups * n))
+        cycles, batches = warmup + updates, groups * (warmup + updates)
+    else:
+        students = cfg.teacher.students_for(cfg.method) if cfg.method in TEACHER_METHODS else 1
+        cycles, batches = updates, students * updates
+    return {"updates": updates, "cycles": round(cycles), "env_steps": round(batches * batch),
+            "cycles_per_update": cycles / updates}
+
+
+def spent_budget(cfg: TrainConfig) -> dict | None:
+    """The run's totals at its last log row (the across-seed mean): cycles, env steps, updates."""
+    try:
+        rows = read_rows(cfg.run_dir)
+    except (OSError, ValueError):
+        return None
+    rows = [r for r in rows if r.get("seed", "mean") == "mean"]
+    if not rows:
+        return None
+    return {k: rows[-1].get(k) for k in ("update", "cycles", "env_steps", "gradient_updates")}
+
+
+def _status(rep: Reproduction, method: str) -> tuple[str, int]:
     cfg = rep.configs[method]
     done = rep.trained_updates(cfg)
     ev = rep.state.data["methods"].get(method, {}).get("eval") or {}
@@ -53,7 +105,7 @@ def _status(rep: "Reproduction", method: str) -> tuple[str, int]:
     return ("not started" if done == 0 else "training"), done
 
 
-def collect(rep: "Reproduction") -> dict:
+def collect(rep: Reproduction) -> dict:
     """results.json's document."""
     from minimax.evaluate import METRICS, summarize  # noqa: PLC0415
 
@@ -85,7 +137,8 @@ def collect(rep: "Reproduction") -> dict:
                "report": {"solved_rate_mean": REPORT[method]["solved_rate"], "solved_rate_std": REPORT[method]["std"],
                           "runs": REPORT_RUNS, "wall_hours": REPORT[method]["wall_hours"],
                           "table": REPORT[method]["table"]},
-               "config": flat_config(json.loads(saved.read_text())) if saved.exists() else cfg.options()}
+               "config": flat_config(json.loads(saved.read_text())) if saved.exists() else cfg.options(),
+               "budget": {"expected": expected_budget(cfg, rc.updates), "spent": spent_budget(cfg)}}
         if status == "done":
             runs = [ev["runs"][str(s)] for s in cfg.seed_list]
             out["per_seed"] = {name: {k: [r["mazes"][name][k] for r in runs] for k in METRICS} for name in names}
@@ -159,6 +212,7 @@ def render_table(doc: dict) -> str:
         lines.append(f"| {m['label']} (`{name}`) | {m['status']} | {len(m['seeds'])} | {m['updates_done']:,} "
                      f"| {_cell(summary.get('solved_rate'))} | {report} | {_cell(summary.get('return'))} | {train} "
                      f"| {_duration(m['eval_seconds'])} | {r['wall_hours']} h |")
+    lines += _budget_table(methods, s["updates"])
     for metric, heading in (("solved_rate", "Solved rate per maze"), ("return", "Return per maze")):
         lines += ["", f"## {heading} (mean [95% CI] across seeds)", "",
                   "| Maze | " + " | ".join(m["label"] for m in methods.values()) + " |",
@@ -173,7 +227,23 @@ def render_table(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_outputs(rep: "Reproduction") -> str:
+def _budget_table(methods: dict, updates: int) -> list[str]:
+    """Each method's budget: the PPO updates, the rollout cycles and env steps they are expected to take
+    (`expected_budget`) and what the run has spent, beside the report's wall time."""
+    dr_cycles = updates
+    lines = ["", f"## Budget: {updates:,} PPO updates per seed (the release's unit)", "",
+             "| Method | Cycles (expected) | x DR's cycles | Env steps (expected) | Spent so far (cycles, env steps, "
+             "updates; seed mean) | Wall time (report) |", "|---|---|---|---|---|---|"]
+    for name, m in methods.items():
+        e, spent = m["budget"]["expected"], m["budget"]["spent"]
+        done = "—" if not spent else (f"{spent['cycles']:,.0f}, {spent['env_steps']:,.0f}, "
+                                      f"{spent['gradient_updates']:,.0f}")
+        lines.append(f"| {m['label']} (`{name}`) | {e['cycles']:,} | {e['cycles'] / dr_cycles:.2f} | "
+                     f"{e['env_steps']:,} | {done} | {m['report']['wall_hours']} h |")
+    return lines
+
+
+def write_outputs(rep: Reproduction) -> str:
     doc = collect(rep)
     (rep.out / "results.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     table = render_table(doc)

@@ -23,6 +23,8 @@ import os
 import secrets
 from pathlib import Path
 
+from minimax.metrics import RUN_TOTALS, summarize
+
 
 NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
@@ -141,3 +143,25 @@ def _start_wandb(run_dir: Path, project: str, run_name: str, config: dict, resum
                               console="off")
     return wandb.init(project=project, name=run_name, id=run_id, resume="allow", dir=str(run_dir),
                       config=config, mode="online" if _logged_in() else "offline", settings=settings)
+
+
+# --------------------------------------------------------------------------- rows of a chunk
+
+
+def seed_rows(metrics: dict, layout) -> list[dict]:
+    """A chunk's metrics (host copies) -> one summarized row per seed (`layout`: `devices.DeviceLayout`)."""
+    if not layout.multi_seed:
+        return [summarize(metrics)]
+    return [summarize({k: v[i] for k, v in metrics.items()}) for i in range(len(layout.seeds))]
+
+
+def log_rows(rows: list[dict], layout, update: int, counters: dict, seconds: float) -> list[dict]:
+    """A chunk's per-seed rows with the run's totals (`counters`, advanced in place) and its
+    timing: the whole program's steps per second."""
+    for k in RUN_TOTALS:
+        counters[k] += [r[k] for r in rows]
+    sps = sum(r["env_steps"] for r in rows) / seconds
+    return [{**({"seed": s} if layout.multi_seed else {}), "update": update,
+             **{k: int(counters[k][i]) for k in RUN_TOTALS}, "time_s": seconds, "sps": sps,
+             **{k: v for k, v in r.items() if k not in RUN_TOTALS}}
+            for i, (s, r) in enumerate(zip(layout.seeds, rows))]

@@ -28,9 +28,9 @@ from minimax.budget import COUNTER, LABEL, STALLED, make_chunk, stalled_message,
 from minimax.checkpoint import Checkpointer, CheckpointError
 from minimax.build import build_runner, device_layout, env_spec, evaluated_params, make_evaluator
 from minimax.config import TrainConfig
-from minimax.metrics import RUN_TOTALS, first_nonfinite, log_columns, mean_row, outcome_free, summarize
+from minimax.metrics import RUN_TOTALS, first_nonfinite, log_columns, mean_row, outcome_free
 from minimax.run_lock import LOCK_NAME, RunLock, RunLockError
-from minimax.run_logs import RunLogger, read_rows
+from minimax.run_logs import RunLogger, log_rows, read_rows, seed_rows
 from minimax.progress import Progress
 from minimax.stop_signals import RunStopped, StopSignals, wait_ready
 from minimax.devices import DeviceLayout, distribute_init, distribute_step, initialize_distributed, seed_params, to_host
@@ -101,13 +101,6 @@ def _sync(name: str) -> None:
         from jax.experimental import multihost_utils  # noqa: PLC0415
 
         multihost_utils.sync_global_devices(name)
-
-
-def seed_rows(metrics: dict, layout: DeviceLayout) -> list[dict]:
-    """A chunk's metrics (host copies) -> one summarized row per seed."""
-    if not layout.multi_seed:
-        return [summarize(metrics)]
-    return [summarize({k: v[i] for k, v in metrics.items()}) for i in range(len(layout.seeds))]
 
 
 def save_buffer_pictures(buffer, cfg: TrainConfig, layout: DeviceLayout, out_dir, update: int, lead: bool) -> None:
@@ -184,18 +177,6 @@ def open_logger(cfg: TrainConfig, run_dir, metrics_abstract: dict, evaluator, la
     if cfg.resume:
         logger.truncate_after(update)
     return logger
-
-
-def log_rows(rows: list[dict], layout: DeviceLayout, update: int, counters: dict, seconds: float) -> list[dict]:
-    """A chunk's per-seed rows with the run's totals (`counters`, advanced in place) and its
-    timing: the whole program's steps per second."""
-    for k in RUN_TOTALS:
-        counters[k] += [r[k] for r in rows]
-    sps = sum(r["env_steps"] for r in rows) / seconds
-    return [{**({"seed": s} if layout.multi_seed else {}), "update": update,
-             **{k: int(counters[k][i]) for k in RUN_TOTALS}, "time_s": seconds, "sps": sps,
-             **{k: v for k, v in r.items() if k not in RUN_TOTALS}}
-            for i, (s, r) in enumerate(zip(layout.seeds, rows))]
 
 
 def all_params_finite(state) -> jax.Array:

@@ -26,15 +26,15 @@ PAIRED_TINY = dict(max_episode_steps=12, teacher_n_walls=4, teacher_conv_filters
                    teacher_noise_dim=3, teacher_n_epochs=1, teacher_lr=3e-3)
 
 
-def one_update(cfg, updates=1):
-    """(state after init, state after `updates` updates, metrics) of cfg on its device layout, on the host."""
+def one_update(cfg, updates=1, budget="updates"):
+    """(state after init, state after `updates` units of `budget`, metrics) of cfg on its device layout, on the host."""
     layout = device_layout(cfg)
     runner = build_runner(cfg, layout.shard)
     keys, _ = seed_keys(layout)
     state = jax.jit(distribute_init(runner, layout))(keys)
     before = jax.device_get(state)
     # Compiled as train.py compiles its chunks (donating the state), so train() below reuses it.
-    step = jax.jit(distribute_step(make_chunk(runner, updates), runner, layout), donate_argnums=0)
+    step = jax.jit(distribute_step(make_chunk(runner, updates, budget), runner, layout), donate_argnums=0)
     after, metrics = step(state)
     return before, jax.device_get(after), jax.device_get(metrics)
 
@@ -91,11 +91,15 @@ def main(out_dir):
     for method in ("accel", "parallel_accel"):
         cfg = plr.replace(method=method, replay_prob=1.0, n_mutations=2,
                                   mutation_criterion="hard", mutation_subsample=2)
-        _, after, metrics = one_update(cfg, updates=2)
+        _, after, metrics = one_update(cfg, updates=2, budget="cycles")
         out["methods"][method] = {"updates": int(after.updates), "env_steps": np.asarray(metrics["env_steps"]).tolist(),
                                   "gradient_updates": np.asarray(metrics["gradient_updates"]).tolist(),
                                   "stored": int(np.asarray(after.buffer.filled).sum()),
                                   "finite": bool(np.isfinite(np.asarray(metrics["policy_loss_sum"])).all())}
+
+    # The update budget's loop of cycles runs sharded too: one PPO update of ACCEL takes its two cycles.
+    _, after, metrics = one_update(plr.replace(method="accel", replay_prob=1.0, n_mutations=2), updates=1)
+    out["accel_one_update"] = {k: np.asarray(metrics[k]).tolist() for k in ("cycles", "gradient_updates", "stalled")}
 
     # 3. Seeds x devices: 2 seeds on a (2 seed, 2 data) mesh against each seed alone on one device.
     both = TrainConfig.from_options(**TINY).replace(seeds="0,1", devices=4)

@@ -70,10 +70,10 @@ def test_craftax_accel_replays_and_mutates_worlds(tmp_path):
     pytest.importorskip("craftax")
     cfg = tiny(tmp_path, **{**CLASSIC, "num_envs": 4, "num_steps": 8, "max_episode_steps": 6, "eval_every": 0,
                             "num_updates": 4, "log_every": 4, "checkpoint_every": 4, "buffer_size": 8},
-               env="craftax", method="accel")
+               env="craftax", method="accel", budget="cycles")  # 4 cycles: what this test needs, at the least cost
     train(cfg)
     row = read_rows(cfg.run_dir)[-1]
-    assert row["buffer/size"] > 0 and row["gradient_updates"] == 4 and row["cycles"] >= 4
+    assert row["buffer/size"] > 0 and row["cycles"] == 4
     assert row.get("replay/count") or row.get("mutated/count") or row.get("new/count")
     assert 0 <= row["new/trees"] and np.isfinite(row["train/return"])
     # Per-achievement logs (the env's episode_stats): fractions of ended episodes, and their total.

@@ -63,6 +63,13 @@ def test_reproduce_end_to_end_rerun_time_limit_and_extension(tmp_path, capsys, m
     for maze in MAZES:
         assert f"| {maze} |" in table
     assert "| **suite mean** |" in table
+    # The budget is PPO updates for both; robust PLR's cycles of new levels come on top.
+    spent = {name: doc["methods"][name]["budget"]["spent"] for name in ("dr", "plr")}
+    assert spent["dr"]["gradient_updates"] == spent["dr"]["cycles"] == 10
+    assert spent["plr"]["gradient_updates"] == 10 < spent["plr"]["cycles"]
+    expected = doc["methods"]["plr"]["budget"]["expected"]
+    assert expected["cycles"] == 1 + 10 / 0.5 and expected["env_steps"] == expected["cycles"] * 8 * 16
+    assert "## Budget: 10 PPO updates per seed" in table
     assert "## Suite mean" in capsys.readouterr().out  # the table is printed at the end
     first_rows = read_rows(tmp_path / "runs" / "dr")
     assert [r["update"] for r in first_rows] == [5, 5, 5, 10, 10, 10]  # seeds 0, 1 and their mean

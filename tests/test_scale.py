@@ -173,6 +173,8 @@ def test_every_plr_runner_steps_sharded(checks):
         assert m["updates"] == 1 and m["gradient_updates"] == [0, 1] and m["finite"], method
         second = per_cycle * (2 if method == "accel" else 1)
         assert m["env_steps"] == [per_cycle, second] and m["stored"] > 0, (method, m)
+    # Under the update budget the same two cycles are one unit: the loop of cycles runs inside shard_map.
+    assert checks[0]["accel_one_update"] == {"cycles": [2], "gradient_updates": [1], "stalled": [False]}
 
 
 def test_seeds_times_devices_matches_each_seed_alone(checks):

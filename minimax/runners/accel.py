@@ -3,7 +3,7 @@
 A step is robust PLR's cycle (`plr.py`); a replay cycle, after its gradient update, also
 mutates the replayed levels (`mutation_criterion`: every replayed level, or the q easiest /
 hardest tiled over the envs) and plays the children with the updated policy, without a
-gradient; they are scored and offered to the buffer. All of it is one update, as in the
+gradient; they are scored and offered to the buffer. All of it is one cycle, as in the
 minimax release. Levels grow in difficulty from the generator's (empty rooms, in the
 report's configuration) by accumulated edits.
 """

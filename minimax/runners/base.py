@@ -13,7 +13,10 @@ A runner is one method's whole training step as pure functions of explicit state
 - `num_envs`, `num_steps`: the global env batch and the rollout length;
 - `metrics`: a flat dict of scalars following `minimax.metrics`' naming convention, with
   `gradient_updates` (1 for a step that made a PPO update, 0 for one that did not: robust PLR's
-  cycles of new levels), `env_steps` and `cycles` (rollout cycles: 1 per step).
+  cycles of new levels), `env_steps` and `cycles` (rollout cycles: 1 per step);
+- `trains_every_cycle` (optional, default False): every step makes a PPO update, so the update
+  budget runs one step per update without its loop (`minimax/budget.py`); a runner that may
+  idle gives `max_idle_cycles`, the idle steps after which it is stuck.
 """
 
 from __future__ import annotations
@@ -39,4 +42,4 @@ class Runner(Protocol[State]):
         """A fresh run state for one seed (on this device)."""
 
     def step(self, state: State) -> tuple[State, dict[str, Any]]:
-        """One gradient update (and whatever rollouts it needs): the next state and its metrics."""
+        """One rollout cycle (with its gradient update, if it makes one): the next state and its metrics."""

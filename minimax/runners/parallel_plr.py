@@ -1,6 +1,6 @@
 """Parallel PLR (the minimax report's variant): new and replayed levels in one rollout.
 
-Each step is one cycle of 2N envs, as in the minimax release: N on new levels and N replaying
+Each step is one cycle of 2N envs (the minimax release's `tick`): N on new levels and N replaying
 buffer levels; all are scored and offered to the buffer (new first, then the replays), and
 only the replay half trains. Until the buffer is ready the replay half plays new levels too
 and nothing trains (the release's robust setting); once it is ready every cycle replays (the

@@ -1,6 +1,6 @@
 """PLR (Jiang et al., 2021): each cycle replays buffer levels or plays new ones.
 
-One step is one cycle, as in the minimax release: with probability `replay_prob` (once the
+One step is one cycle (the minimax release's `tick`): with probability `replay_prob` (once the
 buffer is `min_fill_ratio` full) the N envs replay levels sampled from the buffer, else they
 play N new levels. The levels are scored and offered to the buffer (replayed and already
 stored levels update their entries, newcomers compete for a slot). Plain PLR trains on every

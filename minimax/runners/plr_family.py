@@ -5,12 +5,12 @@ One module per method holds its `step` (`plr.py`, `robust_plr.py`, `accel.py`,
 replay decision, rollouts that replay one level per env, scoring, the buffer operations
 (per-device or global), mutation and the end-of-step metrics.
 
-**One step is one rollout cycle, as in the minimax release**, where every cycle counts as one
-update: robust PLR's new-level cycles (scored, no gradient) and its replay cycles (which
-train), ACCEL's replay cycles with their mutation rollout, and the parallel methods' cycles
-(no gradient until the buffer is ready). So `--num-updates` is the release's update count and
-a run spends the release's env steps and gradient updates; the logs count `gradient_updates`,
-`cycles` and `env_steps` separately.
+**One step is one rollout cycle**, the minimax release's `tick`: robust PLR's new-level cycles
+(scored, no gradient) and its replay cycles (which train), ACCEL's replay cycles with their
+mutation rollout, and the parallel methods' cycles (no gradient until the buffer is ready).
+`--num-updates` counts PPO updates, as the release does: the training loop runs as many
+cycles as an update takes (`minimax/budget.py`); the logs count `gradient_updates`, `cycles`
+and `env_steps` separately.
 
 Every rollout here runs each env on one level for the whole rollout (an env whose episode
 ends restarts the same level), so a rollout scores the levels it played. Before a rollout

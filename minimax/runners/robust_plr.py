@@ -2,9 +2,9 @@
 
 PLR's cycle (`plr.py`) without a gradient on new levels: a cycle of new levels only scores
 them and offers them to the buffer; only replay cycles train. So the agent learns only from
-curated levels, the property the paper's robustness argument needs. Each cycle is one step
-(one update of `--num-updates`, as in the minimax release), so about `replay_prob` of the
-steps train once the buffer is ready.
+curated levels, the property the paper's robustness argument needs. Each cycle is one step;
+about `replay_prob` of them train once the buffer is ready, so one of `--num-updates`' PPO
+updates takes about 1 / `replay_prob` cycles (`minimax/budget.py`).
 """
 
 from __future__ import annotations
