@@ -95,7 +95,7 @@ def core_name(model) -> str:
     return name
 
 
-def warm_buffer(runner, state, cycles_per_call: int = 8):
+def warm_buffer(runner, state, cycles_per_call: int = 1):
     """A PLR-family run state whose level buffer is ready to replay (cycles of new levels played, no
     update timed); other runners' states as they are."""
     if not hasattr(state, "buffer"):

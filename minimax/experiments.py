@@ -18,9 +18,18 @@ into one confidence interval."""
 _UNSET = "<unset>"
 
 
+TRAINS_EVERY_CYCLE = frozenset({"dr", "plr", "paired", "pop_paired", "minimax_adversary", "sfl"})
+"""Methods whose every rollout cycle is a PPO update: for them `--budget cycles` is `--budget updates`."""
+
+
 def experiment_options(options: dict) -> dict:
-    """`{option: value}` (flat names) without the bookkeeping ones: what defines the experiment."""
-    return {k: v for k, v in options.items() if k not in BOOKKEEPING_OPTIONS}
+    """`{option: value}` (flat names) without the bookkeeping ones: what defines the experiment. The
+    budget's unit is read as what it means: a config saved before `--budget` counted cycles, and a
+    cycle is an update for a method whose every cycle trains (its runs then pool with today's)."""
+    out = {k: v for k, v in options.items() if k not in BOOKKEEPING_OPTIONS}
+    budget = out.get("budget", "cycles")
+    out["budget"] = "updates" if budget == "cycles" and out.get("method") in TRAINS_EVERY_CYCLE else budget
+    return out
 
 
 def experiment_groups(configs: list[dict], names: list[str] | None = None) -> list[tuple[str, list[int]]]:

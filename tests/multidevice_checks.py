@@ -35,7 +35,8 @@ def one_update(cfg, updates=1, budget="updates"):
     before = jax.device_get(state)
     # Compiled as train.py compiles its chunks (donating the state), so train() below reuses it.
     step = jax.jit(distribute_step(make_chunk(runner, updates, budget), runner, layout), donate_argnums=0)
-    after, metrics = step(state)
+    ahead = np.zeros(len(layout.seeds), np.int32) if layout.multi_seed else np.int32(0)  # as train.py passes it
+    after, metrics = step(state, ahead)
     return before, jax.device_get(after), jax.device_get(metrics)
 
 

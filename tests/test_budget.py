@@ -14,6 +14,7 @@ from flax import struct
 
 from minimax.budget import STALLED, make_chunk, max_idle_cycles
 from minimax.config import TrainConfig
+from minimax.experiments import experiment_groups
 from minimax.metrics import summarize
 from minimax.run_logs import read_rows
 from minimax.train import BudgetStalled, train
@@ -213,3 +214,11 @@ def test_runs_saved_before_the_budget_existed_resume_counting_cycles(tmp_path):
     assert read_rows(cfg.run_dir)[-1]["cycles"] == 6
     with pytest.raises(Exception, match="counted rollout cycles"):
         parse_config(["--resume", "--out-dir", str(tmp_path), "--run-name", cfg.name, "--budget", "updates"])
+
+
+def test_runs_pool_into_one_experiment_when_their_budgets_mean_the_same():
+    """A cycle is an update for DR: its runs saved before --budget pool with today's; robust PLR's do not."""
+    configs = [{"method": "dr", "seed": 0}, {"method": "dr", "seed": 1, "budget": "updates"},
+               {"method": "robust_plr", "seed": 0}, {"method": "robust_plr", "seed": 0, "budget": "updates"}]
+    assert experiment_groups(configs) == [("dr", [0, 1]), ("robust_plr (budget=cycles)", [2]),
+                                          ("robust_plr (budget=updates)", [3])]
