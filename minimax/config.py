@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import typing
 from pathlib import Path
 from typing import Literal
@@ -28,7 +29,7 @@ from minimax.budget import BUDGETS, Budget
 from minimax.curricula.level_buffer import BufferConfig
 from minimax.envs.registry import env_names, get_env
 from minimax.config_groups import EnvConfig, EvalConfig, ModelConfig, s5_problem
-from minimax.options import ConfigError, flag, flag_names, flatten, option_table, raise_problems
+from minimax.options import ConfigError, flag, flag_names, flatten, option_table, raise_problems, type_problems
 from minimax.runners.paired import TeacherConfig, population_problem
 from minimax.runners.plr_family import CurriculumConfig
 from minimax.runners.sfl import SFLConfig
@@ -142,12 +143,23 @@ class TrainConfig:
 
     @property
     def name(self) -> str:
+        """`--run-name`, else `<what>-seed<s>` (`-seeds0-1-2` for several): `<what>` is the preset
+        (`--preset plr` -> `plr-seed0`), or `<preset>+<method>` when `--method` replaced the preset's
+        method (`--method plr`, the original PLR, from the dr preset's values -> `dr+plr-seed0`)."""
         if self.run_name:
             return self.run_name
         seeds = self.seed_list
+        what = self.preset if self.method == preset_method(self.preset) else f"{self.preset}+{self.method}"
         if len(seeds) == 1:
-            return f"{self.method}-seed{seeds[0]}"
-        return f"{self.method}-seeds" + "-".join(map(str, seeds))
+            return f"{what}-seed{seeds[0]}"
+        return f"{what}-seeds" + "-".join(map(str, seeds))
+
+    @property
+    def legacy_name(self) -> str:
+        """The directory name runs got before names followed the preset: `<method>-seed<s>`."""
+        seeds = self.seed_list
+        return f"{self.method}-seed{seeds[0]}" if len(seeds) == 1 else f"{self.method}-seeds" + "-".join(
+            map(str, seeds))
 
     @property
     def run_dir(self) -> Path:
@@ -203,7 +215,7 @@ class TrainConfig:
         return out
 
     @classmethod
-    def from_dict(cls, values: dict) -> "TrainConfig":
+    def from_dict(cls, values: dict, where: str = "config") -> "TrainConfig":
         """From `to_dict()`'s nested form, or the flat form of configs saved before the groups."""
         values = dict(values)
         flat = {k: v for k, v in values.items() if k not in GROUPS}
@@ -220,6 +232,9 @@ class TrainConfig:
             flat.pop(name, None)
         # Runs saved before --budget existed counted rollout cycles (issue 23's reading of the release).
         flat.setdefault("budget", "cycles")
+        problems = type_problems(flat, OPTION_TYPES, where)
+        if problems:
+            raise ConfigError("; ".join(problems))
         if "mutation_criterion" not in flat:
             # Configs saved before the criterion existed: q > 0 mutated the q best-scored replays.
             q = flat.get("mutation_subsample", 0)
@@ -228,7 +243,11 @@ class TrainConfig:
         return cls.from_options(**flat)
 
     def save(self, path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        """Write `config.json` atomically (a crash leaves the old file or the new one, never half of one)."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        os.replace(tmp, path)
 
     @classmethod
     def load(cls, path) -> "TrainConfig":
@@ -236,7 +255,9 @@ class TrainConfig:
             values = json.loads(Path(path).read_text())
         except (OSError, json.JSONDecodeError) as e:
             raise ConfigError(f"cannot read config {path}: {e}") from None
-        return cls.from_dict(values)
+        if not isinstance(values, dict):
+            raise ConfigError(f"config {path}: expected a JSON object of options, got {type(values).__name__}")
+        return cls.from_dict(values, where=str(path))
 
 
 RETIRED = ("max_search_rollouts",)
@@ -304,6 +325,33 @@ def _problems(c: TrainConfig):
         yield from _teacher_problems(c)
     if c.method == "sfl":
         yield from c.sfl.problems(c.num_envs, _episode_limit(c))
+
+
+def preset_method(preset: str) -> str | None:
+    """The method the preset `preset` trains (None for an unknown name)."""
+    from minimax.presets import PRESETS  # noqa: PLC0415  (presets are built from this module)
+
+    return PRESETS[preset].method if preset in PRESETS else None
+
+
+OPTION_METHODS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("global_buffer", "buffer_png"), PLR_METHODS),
+    **dict.fromkeys(("mutator", "n_mutations", "mutation_criterion", "mutation_subsample"), MUTATION_METHODS),
+    "replay_prob": ("plr", "robust_plr", "accel"),
+    "dr_restart_each_update": ("dr",),
+}
+"""Options only some methods read (beyond whole groups: `GROUP_METHODS`)."""
+
+GROUP_METHODS: dict[str, tuple[str, ...]] = {"buffer": PLR_METHODS, "curriculum": PLR_METHODS,
+                                             "teacher": TEACHER_METHODS, "sfl": ("sfl",)}
+"""Option groups only some methods read."""
+
+
+def unused_options(method: str) -> frozenset[str]:
+    """The options (flat names) `--method method` never reads: setting them changes nothing."""
+    unused = {n for n, (g, _) in OPTIONS.items() if g in GROUP_METHODS and method not in GROUP_METHODS[g]}
+    unused |= {n for n, methods in OPTION_METHODS.items() if method not in methods}
+    return frozenset(unused)
 
 
 def _episode_limit(c: TrainConfig) -> int | None:

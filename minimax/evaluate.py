@@ -275,6 +275,17 @@ def write_results(out_dir: Path, results: list[dict], groups: list[dict], settin
                                      s["n"]])
 
 
+def fresh_out_dir(runs, root: Path = Path("eval_results")) -> Path:
+    """`eval_results/<first run>[+N]`, with -2, -3, ... appended while such a directory holds results:
+    an evaluation never replaces another's unasked."""
+    base = Path(runs[0]).resolve().name + (f"+{len(runs) - 1}" if len(runs) > 1 else "")
+    out, n = root / base, 1
+    while (out / "results.json").exists():
+        n += 1
+        out = root / f"{base}-{n}"
+    return out
+
+
 def check_writable(out_dir: Path) -> None:
     """Fail before any evaluation work when `--out` cannot be written."""
     try:
@@ -347,8 +358,9 @@ class EvaluateConfig:
     without it."""
     gif: bool = False
     """Write one animated episode per held-out level and run under <out>/gifs/."""
-    out: str = "eval_results"
-    """Output directory for results.json and the CSVs."""
+    out: str = ""
+    """Output directory for results.json and the CSVs; default eval_results/<first run>[+N], never one that holds
+    results already (-2, -3, ... are appended)."""
     seed: int = 0
     """Evaluation key (every run plays the same levels)."""
     chunk_steps: int = 16
@@ -391,10 +403,19 @@ CVAR_DEFAULT_LEVELS = 10_000
 """`--cvar` without a count: the SFL paper's 10,000 sampled levels."""
 
 
+def _is_number(text: str) -> bool:
+    """Whether `text` is a number (a negative one looks like a flag: `--cvar -5` is a bad count, not `--cvar`)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def parse_args(argv) -> EvaluateConfig:
     argv = list(argv)
     for i, a in enumerate(argv):  # `--cvar` with no count
-        if a == "--cvar" and (i + 1 == len(argv) or argv[i + 1].startswith("-")):
+        if a == "--cvar" and (i + 1 == len(argv) or (argv[i + 1].startswith("-") and not _is_number(argv[i + 1]))):
             argv.insert(i + 1, str(CVAR_DEFAULT_LEVELS))
             break
     return tyro.cli(EvaluateConfig, args=argv, prog="evaluate.py", description=EvaluateConfig.__doc__)
@@ -408,7 +429,7 @@ def evaluate(args: EvaluateConfig) -> dict:
         raise EvaluateError(f"--cvar ranks levels by solved rate; --env {spec.name} has no success outcome")
     mazes = load_mazes(args.suite, list(args.levels), spec)
     policies = [p for run in args.runs for p in load_policies(run, args.checkpoint)]
-    out_dir = Path(args.out)
+    out_dir = Path(args.out) if args.out else fresh_out_dir(args.runs)
     check_writable(out_dir)
     results = []
     evaluate_policy = PolicyEvaluator(args)
@@ -420,7 +441,8 @@ def evaluate(args: EvaluateConfig) -> dict:
         print(f"evaluated {policy.run} seed {policy.seed} at update {policy.step}{f' ({policy.agent})' if policy.agent else ''} "
               f"in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     groups = group_results(results, policies, mazes, args.pool)
-    write_results(out_dir, results, groups, dataclasses.asdict(args))
+    write_results(out_dir, results, groups, dataclasses.asdict(args) | {"out": str(out_dir)})
+    print(f"results written to {out_dir} (results.json, per_run.csv, summary.csv)", file=sys.stderr)
     for g in groups:
         if len(groups) > 1:
             print(f"\n{g['label']}: {', '.join(g['runs'])}")

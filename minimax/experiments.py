@@ -23,10 +23,15 @@ TRAINS_EVERY_CYCLE = frozenset({"dr", "plr", "paired", "pop_paired", "minimax_ad
 
 
 def experiment_options(options: dict) -> dict:
-    """`{option: value}` (flat names) without the bookkeeping ones: what defines the experiment. The
+    """`{option: value}` (flat names) without the bookkeeping ones and those its method never reads
+    (`config.unused_options`): what defines the experiment. The
     budget's unit is read as what it means: a config saved before `--budget` counted cycles, and a
     cycle is an update for a method whose every cycle trains (its runs then pool with today's)."""
-    out = {k: v for k, v in options.items() if k not in BOOKKEEPING_OPTIONS}
+    from minimax.config import unused_options  # noqa: PLC0415  (the method registry; plots import this module early)
+
+    method = options.get("method")
+    unused = unused_options(method) if isinstance(method, str) else frozenset()
+    out = {k: v for k, v in options.items() if k not in BOOKKEEPING_OPTIONS and k not in unused}
     budget = out.get("budget", "cycles")
     out["budget"] = "updates" if budget == "cycles" and out.get("method") in TRAINS_EVERY_CYCLE else budget
     return out

@@ -203,3 +203,31 @@ def parse_assignments(items, types: dict, reserved: dict | None = None) -> dict:
             raise ConfigError(f"--set {key}: this command sets it" + (f" (use {where})" if where else ""))
         out[key] = parse_value(key, value.strip(), types[key])
     return out
+
+
+def type_problems(values: dict, types: dict, where: str) -> list[str]:
+    """A message for every value of `values` (`{option: value}`, as read from JSON) that is not of its
+    option's type in `types`, naming the option and `where` it came from (a config file): ints pass as
+    floats, nothing else is converted."""
+    problems = []
+    for name, value in values.items():
+        kind = types.get(name)
+        if kind is None:
+            continue
+        if typing.get_origin(kind) is typing.Literal:
+            allowed = typing.get_args(kind)
+            ok = value in allowed and all(type(value) is type(a) for a in allowed if a == value)
+            expected = "one of " + ", ".join(map(repr, allowed))
+        elif kind is float:
+            ok, expected = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+        elif kind is int:
+            ok, expected = isinstance(value, int) and not isinstance(value, bool), "an integer"
+        elif kind is bool:
+            ok, expected = isinstance(value, bool), "true or false"
+        elif kind is str:
+            ok, expected = isinstance(value, str), "a string"
+        else:
+            continue
+        if not ok:
+            problems.append(f"{flag(name)} must be {expected}, got {value!r} ({where})")
+    return problems

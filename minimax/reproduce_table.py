@@ -34,6 +34,8 @@ class Reproduction(Protocol):
     def eval_key(self) -> dict: ...
 
 REPORT_UPDATES = 30_000
+REPORT_SUITE = "dcd12"
+"""The mazes the report's Table 2 solved rates average over."""
 
 # The minimax report, Table 2 (minimax rows): solved rate on the OOD mazes after 30k PPO updates,
 # mean and std of 10 runs, and wall time in hours on one V100 GPU.
@@ -177,6 +179,9 @@ def render_table(doc: dict) -> str:
     if doc["short_of_report"]:
         title += f" (short of the report's {REPORT_UPDATES // 1000}k updates)"
     lines = [title, ""]
+    if s["suite"] != REPORT_SUITE:
+        lines += [f"**Another suite than the report's**: these runs were evaluated on `{s['suite']}`; the report's "
+                  f"solved rates beside them are means over its {REPORT_SUITE} mazes, so the two do not compare.", ""]
     if doc["short_of_report"]:
         lines += [f"**Short of the report's 30k updates**: {s['updates']:,} of {REPORT_UPDATES:,} PPO updates per "
                   "seed, so the solved rates are not comparable with the report's.", ""]

@@ -283,6 +283,8 @@ class _Loop:
         self.abstract = jax.eval_shape(init, init_keys)
         self.state, self.update, self.counters = start_state(cfg, self.checkpoints, init, init_keys, self.abstract,
                                                              layout, lead)
+        if cfg.resume and lead:  # what the resumed run trains to (an extension's --num-updates, ...) from now on
+            cfg.replace(resume=False, overwrite=False).save(run_dir / "config.json")
         self.binary_outcome = env_spec(cfg).binary_outcome
         self.programs: dict[int, object] = {}
         self.params_finite = jax.jit(all_params_finite)

@@ -14,7 +14,7 @@ from pathlib import Path
 import tyro
 
 from minimax.checkpoint import CheckpointError
-from minimax.config import ConfigError, TrainConfig, flag
+from minimax.config import ConfigError, TrainConfig, flag, unused_options
 from minimax.devices import DeviceError, join_hosts
 from minimax.presets import PRESETS
 from minimax.stop_signals import RunStopped
@@ -40,6 +40,8 @@ def parse_config(argv: list[str] | None = None) -> TrainConfig:
     for name in ("run-name", "out-dir", "method", "seed"):
         pre.add_argument(f"--{name}")
     known, _ = pre.parse_known_args(argv)
+    if known.resume and _given(argv, "--overwrite"):
+        raise ConfigError("--resume continues the run and --overwrite deletes it to start afresh: give one of them")
     if known.preset not in PRESETS:
         raise ConfigError(f"--preset must be one of {', '.join(PRESETS)}, got {known.preset!r}")
     argv = [a for i, a in enumerate(argv) if not (a == "--config" or a.startswith("--config=")
@@ -64,7 +66,10 @@ def parse_config(argv: list[str] | None = None) -> TrainConfig:
             seed=None if known.seed is None else int(known.seed)).items() if v is not None})
         path = probe.run_dir / "config.json"
         if not path.exists():
-            raise RunError(f"--resume: no run to resume at {probe.run_dir} (no config.json)")
+            legacy = probe.run_dir.parent / probe.legacy_name
+            hint = (f"; runs started before run names followed the preset are named by method: --run-name "
+                    f"{probe.legacy_name}" if not known.run_name and (legacy / "config.json").exists() else "")
+            raise RunError(f"--resume: no run to resume at {probe.run_dir} (no config.json){hint}")
         saved = TrainConfig.load(path)
         if _given(argv, "--preset") and known.preset != saved.preset:
             raise ConfigError(f"--resume keeps the run's saved config, which started from --preset {saved.preset}: "
@@ -75,6 +80,12 @@ def parse_config(argv: list[str] | None = None) -> TrainConfig:
     cfg = tyro.cli(tyro.conf.OmitArgPrefixes[TrainConfig], default=default, args=argv, prog="train.py",
                    description=TrainConfig.__doc__ + " Presets: " + ", ".join(PRESETS) + " (--preset); "
                    "--config PATH starts from a saved config.json instead.")
+    unused = sorted(n for n, v in cfg.options().items() if n in unused_options(cfg.method)
+                    and v != default.options()[n])
+    if unused:
+        raise ConfigError(f"--method {cfg.method} does not use {', '.join(flag(n) for n in unused)}: leave "
+                          f"{'them' if len(unused) > 1 else 'it'} out (or choose a method that reads "
+                          f"{'them' if len(unused) > 1 else 'it'})")
     if saved is not None:
         given, kept = cfg.options(), saved.options()
         changed = [n for n in given if given[n] != kept[n] and n not in RESUME_OVERRIDABLE]

@@ -70,6 +70,7 @@ def test_reproduce_end_to_end_rerun_time_limit_and_extension(tmp_path, capsys, m
     expected = doc["methods"]["plr"]["budget"]["expected"]
     assert expected["cycles"] == 1 + 10 / 0.5 and expected["env_steps"] == expected["cycles"] * 8 * 16
     assert "## Budget: 10 PPO updates per seed" in table
+    assert "Another suite than the report's" in table  # --suite validation beside the report's dcd12 means
     assert "## Suite mean" in capsys.readouterr().out  # the table is printed at the end
     first_rows = read_rows(tmp_path / "runs" / "dr")
     assert [r["update"] for r in first_rows] == [5, 5, 5, 10, 10, 10]  # seeds 0, 1 and their mean

@@ -1,0 +1,97 @@
+"""What a newcomer trips over in the first hour (issue 39): run names, typed config files, flags that
+contradict or do nothing, evaluation outputs, logs without a terminal, errors that name the flag."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from minimax.config import ConfigError, TrainConfig
+from minimax.evaluate import fresh_out_dir
+from minimax.evaluate import main as evaluate_main
+from minimax.experiments import experiment_groups
+from minimax.presets import PRESETS
+from minimax.progress import Progress
+from minimax.run_logs import read_rows
+from minimax.train import RunError, train
+from minimax.train_cli import main, parse_config
+from run_helpers import tiny
+
+
+def test_run_names_follow_the_preset(tmp_path):
+    out = ["--out-dir", str(tmp_path)]
+    assert parse_config(["--preset", "plr", *out]).name == "plr-seed0"            # robust PLR, as README says
+    assert parse_config(["--preset", "plr", "--num-seeds", "3", *out]).name == "plr-seeds0-1-2"
+    assert parse_config(["--preset", "dr_s5", *out]).name == "dr_s5-seed0"        # not dr's directory
+    assert parse_config(["--method", "plr", *out]).name == "dr+plr-seed0"         # the original PLR, DR's values
+    assert parse_config(["--preset", "plr", "--run-name", "mine", *out]).name == "mine"
+
+
+def test_resuming_a_run_named_by_its_method_says_which_name_to_give(tmp_path):
+    legacy = tmp_path / "robust_plr-seed0"
+    legacy.mkdir()
+    PRESETS["plr"].save(legacy / "config.json")
+    with pytest.raises(RunError, match="--run-name robust_plr-seed0"):
+        parse_config(["--resume", "--preset", "plr", "--out-dir", str(tmp_path)])
+
+
+def test_a_wrongly_typed_value_in_a_config_file_is_one_line_naming_it(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"num_envs": "abc", "lr": 3e-4}))
+    with pytest.raises(ConfigError, match=r"--num-envs must be an integer, got 'abc' \("):
+        parse_config(["--config", str(path)])
+    with pytest.raises(SystemExit) as exit_:
+        main(["--config", str(path)])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_resume_and_overwrite_together_are_refused():
+    with pytest.raises(ConfigError, match="--resume continues the run and --overwrite deletes it"):
+        parse_config(["--resume", "--overwrite"])
+
+
+def test_options_the_method_never_reads_are_refused_and_do_not_split_experiments():
+    with pytest.raises(ConfigError, match="--method dr does not use --buffer-size, --n-mutations, --teacher-lr"):
+        parse_config(["--buffer-size", "16", "--teacher-lr", "5", "--n-mutations", "50"])
+    parse_config(["--preset", "accel", "--n-mutations", "50"])  # ACCEL reads it
+    parse_config(["--preset", "plr", "--method", "dr"])          # the preset's values were not given
+    dr = PRESETS["dr"].options()
+    groups = experiment_groups([dr, {**dr, "buffer_size": 16, "seed": 1}])
+    assert groups == [("dr", [0, 1])]
+
+
+def test_evaluation_never_replaces_another_unasked(tmp_path):
+    first = fresh_out_dir(["runs/plr-seed0", "runs/dr-seed0"], root=tmp_path)
+    assert first == tmp_path / "plr-seed0+1"
+    first.mkdir()
+    (first / "results.json").write_text("{}")
+    assert fresh_out_dir(["runs/plr-seed0", "runs/dr-seed0"], root=tmp_path) == tmp_path / "plr-seed0+1-2"
+
+
+def test_a_negative_count_names_its_flag(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        evaluate_main(["runs/none", "--cvar", "-5"])
+    assert exit_.value.code == 2 and "--cvar must be >= 0, got -5" in capsys.readouterr().err
+
+
+def test_without_a_terminal_every_log_row_is_a_plain_line(capsys):
+    bar = Progress(30, 0, 0, enabled=True)
+    bar.advance(10, 81_920, 2_000.0, 0.25)
+    bar.advance(20, 163_840, 2_000.0, None)
+    bar.close()
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("updates 10/30") and "return  0.250" in lines[0]
+    assert "left 0:00:0" in lines[1]
+
+
+def test_an_extended_run_records_its_new_target(tmp_path, capsys):
+    cfg = tiny(tmp_path, num_updates=2, log_every=1, eval_every=0, checkpoint_every=1, run_name="r")
+    train(cfg)
+    resume = ["--resume", "--out-dir", str(tmp_path), "--run-name", "r"]
+    train(parse_config([*resume, "--num-updates", "3"]))
+    assert TrainConfig.load(cfg.run_dir / "config.json").num_updates == 3
+    train(parse_config(resume))  # nothing to do: the saved target is the extension's
+    assert "already at update 3 (--num-updates 3)" in capsys.readouterr().err
+    assert [r["update"] for r in read_rows(cfg.run_dir)] == [1, 2, 3]
