@@ -201,8 +201,8 @@ class PolicyEvaluator:
         rank = runner.success_rates(k_rank, policy.params, levels, params)
         measured = runner.success_rates(k_measure, policy.params, levels, params)
         return {"levels": int(s.cvar), "drawn": drawn, "unsolvable": drawn - int(s.cvar), "episodes": s.cvar_episodes,
-                "alpha": list(s.alpha), "mean_solved_rate": float(measured.mean()),
-                **{f"cvar@{a:g}": cvar_of_worst(rank, measured, a) for a in s.alpha}}
+                "alpha": cvar_alphas(s), "mean_solved_rate": float(measured.mean()),
+                **{f"cvar@{a:g}": cvar_of_worst(rank, measured, a) for a in cvar_alphas(s)}}
 
     def __call__(self, policy: Policy, mazes, out_dir: Path) -> dict:
         """One policy's results: per maze summaries, and CVaR results when asked."""
@@ -230,18 +230,28 @@ class PolicyEvaluator:
         return result
 
 
+def cvar_alphas(settings: "EvaluateConfig") -> list[float]:
+    """The `--alpha` fractions whose worst `floor(alpha M)` of the M = `--cvar` levels hold at least
+    one level; a smaller fraction would report one level's score as its CVaR, so it is left out."""
+    return [a for a in settings.alpha if math.floor(a * settings.cvar + 1e-9) >= 1]
+
+
 def summarize(results: list[dict], mazes) -> dict:
     """Across policies: `{maze or "suite_mean": {metric: {mean, ci_low, ci_high, n}}}` (and CVaR)."""
-    def stat(values):
+    def stat(values, rate: bool):
+        """Mean and 95% interval; a rate's interval is clipped to [0, 1], the values it can take."""
         mean, low, high = mean_ci(values)
+        if rate and math.isfinite(low):
+            low, high = max(low, 0.0), min(high, 1.0)
         return {"mean": mean, "ci_low": low, "ci_high": high, "n": len(values)}
 
-    summary = {m.name: {k: stat([r["mazes"][m.name][k] for r in results]) for k in METRICS} for m in mazes}
-    summary["suite_mean"] = {k: stat([np.mean([r["mazes"][m.name][k] for m in mazes]) for r in results])
-                             for k in METRICS}
+    summary = {m.name: {k: stat([r["mazes"][m.name][k] for r in results], k == "solved_rate") for k in METRICS}
+               for m in mazes}
+    summary["suite_mean"] = {k: stat([np.mean([r["mazes"][m.name][k] for m in mazes]) for r in results],
+                                     k == "solved_rate") for k in METRICS}
     if all("cvar" in r for r in results) and results:
         names = ["mean_solved_rate"] + [k for k in results[0]["cvar"] if k.startswith("cvar@")]
-        summary["cvar"] = {k: stat([r["cvar"][k] for r in results]) for k in names}
+        summary["cvar"] = {k: stat([r["cvar"][k] for r in results], True) for k in names}
     return summary
 
 
@@ -435,6 +445,11 @@ def evaluate(args: EvaluateConfig) -> dict:
     evaluate_policy = PolicyEvaluator(args)
     if args.cvar:
         evaluate_policy.check_one_cvar_distribution(policies)
+        left_out = [a for a in args.alpha if a not in cvar_alphas(args)]
+        if left_out:
+            print(f"note: CVaR at alpha {', '.join(f'{a:g}' for a in left_out)} left out: fewer than one of the "
+                  f"{args.cvar} levels (floor(alpha M) = 0; --cvar {math.ceil(1 / min(left_out))} reaches them)",
+                  file=sys.stderr)
     for policy in policies:
         t0 = time.perf_counter()
         results.append(evaluate_policy(policy, mazes, out_dir))

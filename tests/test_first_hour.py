@@ -95,3 +95,20 @@ def test_an_extended_run_records_its_new_target(tmp_path, capsys):
     train(parse_config(resume))  # nothing to do: the saved target is the extension's
     assert "already at update 3 (--num-updates 3)" in capsys.readouterr().err
     assert [r["update"] for r in read_rows(cfg.run_dir)] == [1, 2, 3]
+
+
+def test_small_samples_keep_rates_in_range_and_leave_out_empty_cvar_fractions():
+    from minimax.evaluate import EvaluateConfig, cvar_alphas, summarize  # noqa: PLC0415
+
+    settings = EvaluateConfig(runs=("r",), cvar=100, alpha=(0.001, 0.01, 0.5, 1.0))
+    assert cvar_alphas(settings) == [0.01, 0.5, 1.0]  # floor(0.001 x 100) = 0 levels
+
+    class Maze:
+        name = "m"
+
+    results = [{"mazes": {"m": {"solved_rate": r, "return": r, "length": 1.0, "gap": 0.0}},
+                "cvar": {"mean_solved_rate": r, "cvar@0.01": c}} for r, c in ((1.0, 1.0), (1.0, 0.0), (0.9, 0.0))]
+    s = summarize(results, [Maze()])
+    assert 0.0 <= s["m"]["solved_rate"]["ci_low"] and s["m"]["solved_rate"]["ci_high"] == 1.0
+    assert s["cvar"]["cvar@0.01"]["ci_low"] == 0.0 and s["cvar"]["cvar@0.01"]["ci_high"] <= 1.0
+    assert s["m"]["return"]["ci_high"] > 1.0  # returns are not rates: not clipped
