@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import warnings
 from pathlib import Path
 
 import jax
@@ -47,18 +48,32 @@ def _abstract_storable(abstract_tree):
     return jax.tree.map(convert, abstract_tree)
 
 
+ABANDONED_READ = "_read_array_index_and_device_put"
+"""Orbax's coroutine that reads one array: those still pending when a restore fails are dropped."""
+
+
+def _is_abandoned_read(unraisable) -> bool:
+    """An unraisable that a failed restore leaves behind: a pending Orbax read finishing on a closed event
+    loop, or its coroutine collected unawaited or with its error unretrieved."""
+    e, obj = unraisable.exc_value, unraisable.object
+    if isinstance(e, RuntimeError) and str(e) == "Event loop is closed":
+        return True
+    where = f"{getattr(obj, '__qualname__', '')} {unraisable.err_msg or ''} {e}"
+    return ABANDONED_READ in where
+
+
 def _quiet_closed_loop_callbacks() -> None:
-    """After a failed restore, the reads Orbax still had in flight finish on a closed event loop, and
-    each of their callbacks prints an 'Event loop is closed' traceback through
-    `sys.unraisablehook`: dozens of lines of noise after the one error that matters. Drop exactly
-    those (installed once, for the rest of the process); every other unraisable goes on as before."""
+    """After a failed restore, the reads Orbax still had in flight finish on a closed event loop or
+    are collected unawaited, and each prints a traceback through `sys.unraisablehook` (or a
+    RuntimeWarning): dozens to thousands of lines of noise after the one error that matters. Drop
+    exactly those (installed once, for the rest of the process); every other unraisable goes on as before."""
+    warnings.filterwarnings("ignore", message=f"coroutine '{ABANDONED_READ}' was never awaited")
     previous = sys.unraisablehook
     if getattr(previous, "_drops_closed_loop", False):
         return
 
     def hook(unraisable):
-        e = unraisable.exc_value
-        if isinstance(e, RuntimeError) and str(e) == "Event loop is closed":
+        if _is_abandoned_read(unraisable):
             return
         previous(unraisable)
 
@@ -68,7 +83,8 @@ def _quiet_closed_loop_callbacks() -> None:
 
 def _first_line(e: Exception, limit: int = 300) -> str:
     line = str(e).splitlines()[0] if str(e) else ""
-    line = line.split(" [tensorstore_spec=")[0]  # the full storage spec: noise to a user
+    for noise in (" [tensorstore_spec=", " See full TensorStore details", " <bound method"):
+        line = line.split(noise)[0]  # the storage spec or a TensorStore object's repr: noise to a user
     return f"{type(e).__name__}: {line if len(line) <= limit else line[:limit] + '…'}"
 
 

@@ -112,3 +112,25 @@ def test_small_samples_keep_rates_in_range_and_leave_out_empty_cvar_fractions():
     assert 0.0 <= s["m"]["solved_rate"]["ci_low"] and s["m"]["solved_rate"]["ci_high"] == 1.0
     assert s["cvar"]["cvar@0.01"]["ci_low"] == 0.0 and s["cvar"]["cvar@0.01"]["ci_high"] <= 1.0
     assert s["m"]["return"]["ci_high"] > 1.0  # returns are not rates: not clipped
+
+
+def test_a_failed_restores_leftovers_are_not_printed():
+    """Resuming past a damaged checkpoint: one warning line, without Orbax's abandoned reads (each a
+    traceback through sys.unraisablehook) or a TensorStore object's repr."""
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from minimax.checkpoint import _first_line, _is_abandoned_read  # noqa: PLC0415
+
+    e = Exception("Encountered error while reading array index: (slice(0, 3, 1),). See full TensorStore details: "
+                  "<bound method spec of TensorStore({'driver': 'zarr'")
+    assert _first_line(e) == "Exception: Encountered error while reading array index: (slice(0, 3, 1),)."
+
+    async def _read_array_index_and_device_put():
+        return None
+
+    left = SimpleNamespace(exc_value=ValueError("DATA_LOSS"), object=_read_array_index_and_device_put,
+                           err_msg="Exception ignored in")
+    assert _is_abandoned_read(left)
+    assert _is_abandoned_read(SimpleNamespace(exc_value=RuntimeError("Event loop is closed"), object=None,
+                                              err_msg=None))
+    assert not _is_abandoned_read(SimpleNamespace(exc_value=ValueError("x"), object=print, err_msg=None))
