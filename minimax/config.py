@@ -30,6 +30,7 @@ from minimax.curricula.level_buffer import BufferConfig
 from minimax.envs.registry import env_names, get_env
 from minimax.config_groups import EnvConfig, EvalConfig, ModelConfig, s5_problem
 from minimax.options import ConfigError, flag, flag_names, flatten, option_table, raise_problems, type_problems
+from minimax.release_config import is_release_config, release_options
 from minimax.runners.paired import TeacherConfig, population_problem
 from minimax.runners.plr_family import CurriculumConfig
 from minimax.runners.sfl import SFLConfig
@@ -257,6 +258,14 @@ class TrainConfig:
             raise ConfigError(f"cannot read config {path}: {e}") from None
         if not isinstance(values, dict):
             raise ConfigError(f"config {path}: expected a JSON object of options, got {type(values).__name__}")
+        if is_release_config(values):  # the minimax release's configs/<env>/*.json
+            from minimax.presets import PRESETS  # noqa: PLC0415  (presets are built from this module)
+
+            preset, options = release_options(values, str(path))
+            problems = type_problems(options, OPTION_TYPES, str(path))
+            if problems:
+                raise ConfigError("; ".join(problems))
+            return PRESETS[preset].replace(**options)
         return cls.from_dict(values, where=str(path))
 
 
