@@ -21,7 +21,7 @@ from run_helpers import tiny
 
 def test_run_names_follow_the_preset(tmp_path):
     out = ["--out-dir", str(tmp_path)]
-    assert parse_config(["--preset", "plr", *out]).name == "plr-seed0"            # robust PLR, as README says
+    assert parse_config(["--preset", "plr", *out]).name == "plr-seed0"            # robust PLR, as docs/evaluation.md says
     assert parse_config(["--preset", "plr", "--num-seeds", "3", *out]).name == "plr-seeds0-1-2"
     assert parse_config(["--preset", "dr_s5", *out]).name == "dr_s5-seed0"        # not dr's directory
     assert parse_config(["--method", "plr", *out]).name == "dr+plr-seed0"         # the original PLR, DR's values

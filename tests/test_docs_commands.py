@@ -1,0 +1,56 @@
+"""Every `python train.py` and `python evaluate.py` command in README.md and docs/*.md parses as
+written: its flags exist, its values are valid and agree (the config is built; nothing trains)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from minimax.evaluate import parse_args
+from minimax.presets import PRESETS
+from minimax.train_cli import parse_config
+from release_configs import release_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def documented(program: str) -> list[tuple[str, list[str]]]:
+    """`(file, argv)` of every `python <program> ...` line in a code block of the docs (continued
+    lines joined, trailing comments dropped)."""
+    found = []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for block in re.findall(r"```(?:bash)?\n(.*?)```", path.read_text(), re.S):
+            for line in block.replace("\\\n", " ").splitlines():
+                line = line.strip()
+                if line.startswith(f"python {program}"):
+                    argv = shlex.split(line, comments=True)[2:]
+                    found.append((path.name, argv))
+    return found
+
+
+def test_the_docs_show_commands():
+    assert len(documented("train.py")) >= 25 and len(documented("evaluate.py")) >= 5
+
+
+@pytest.mark.parametrize("where, argv", documented("train.py"), ids=lambda x: x if isinstance(x, str) else " ".join(x))
+def test_a_documented_training_command_parses(where, argv, tmp_path, monkeypatch):
+    if "--help" in argv:
+        return
+    monkeypatch.chdir(tmp_path)  # the files the commands name, as a user would have them
+    (tmp_path / "runs" / "smoke").mkdir(parents=True)
+    PRESETS["dr"].replace(run_name="smoke").save(tmp_path / "runs" / "smoke" / "config.json")
+    release = tmp_path / "path/to/minimax/src/minimax/config/configs/maze/plr.json"
+    release.parent.mkdir(parents=True)
+    release.write_text(json.dumps(release_config("plr")))
+    cfg = parse_config(argv)
+    assert cfg.num_updates > 0, where
+
+
+@pytest.mark.parametrize("where, argv", documented("evaluate.py"), ids=lambda x: x if isinstance(x, str) else " ".join(x))
+def test_a_documented_evaluation_command_parses(where, argv):
+    args = parse_args(argv)
+    assert args.runs, where
