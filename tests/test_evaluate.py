@@ -205,9 +205,12 @@ def test_evaluate_command_end_to_end(run_dirs, tmp_path, capsys):
     if rates[0] != rates[1]:
         assert s["ci_low"] == pytest.approx(mean_ci(rates)[1])
     per_run = (out / "per_run.csv").read_text().splitlines()
-    assert per_run[0] == "run,seed,checkpoint,level,solved_rate,return,length,gap" and len(per_run) == 1 + 2 * (3 + 1 + 9)  # 3 mazes, sampled, 9 alphas
+    # 3 mazes, the sampled levels, and the 5 of 9 alphas with a level among 40 (floor(alpha x 40) >= 1)
+    assert per_run[0] == "run,seed,checkpoint,level,solved_rate,return,length,gap" and len(per_run) == 1 + 2 * (3 + 1 + 5)
     assert (out / "gifs" / "r0-seed0" / "SixteenRooms.gif").stat().st_size > 0
-    assert "suite mean" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "suite mean" in captured.out and f"results written to {out}" in captured.err
+    assert "CVaR at alpha 0.0001, 0.001, 0.01, 0.02 left out" in captured.err
 
 
 def test_runs_of_different_configs_are_not_pooled_unless_asked(run_dirs, tmp_path, capsys):
