@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 
 from minimax.agents.ppo import PPOConfig
+from minimax.models.recurrent import resolve_unroll
 from minimax.config import TEACHER_METHODS, ConfigError, TrainConfig
 from minimax.curricula.training_set import LevelSet
 from minimax.devices import DeviceLayout, plan_layout
@@ -44,7 +45,8 @@ def make_model(cfg: TrainConfig):
 def ppo_config(cfg: TrainConfig) -> PPOConfig:
     """`cfg.ppo` with the run's length in gradient steps (the learning-rate annealing's horizon)."""
     p = cfg.ppo
-    return p.replace(total_gradient_steps=cfg.num_updates * p.n_epochs * p.n_minibatches)
+    return p.replace(total_gradient_steps=cfg.num_updates * p.n_epochs * p.n_minibatches,
+                     scan_unroll=resolve_unroll(cfg.model.scan_unroll))
 
 
 def level_generator(cfg: TrainConfig):

@@ -88,6 +88,10 @@ class ModelConfig:
     s5_scan: Literal["auto", "parallel", "sequential"] = "auto"
     """How S5 runs its linear recurrence over a sequence: an associative (parallel) scan, a sequential one, or auto
     (parallel on GPU/TPU, sequential on CPU, where it is faster). Same results within float rounding."""
+    scan_unroll: int = 0
+    """Time steps per loop iteration of every scan over time (rollouts, GAE, the LSTM / GRU forward and backward,
+    evaluation): a shorter chain of dependent loop iterations for a longer compile, the same results within float
+    rounding. 0 = the backend's default (1 on CPU, 8 on GPU/TPU)."""
     conv_filters: int = 16
     """Filters of the 3x3 VALID convolution on the image."""
     dir_embed_size: int = 5
@@ -102,6 +106,7 @@ class ModelConfig:
 
     def _rules(self, c):
         c.positive("recurrent_size", "conv_filters", "dir_embed_size", "head_hidden", "mlp_hidden")
+        c.non_negative("scan_unroll")
         problem = self.recurrent_cell == "s5" and s5_problem(self.recurrent_size, self, "--recurrent-size")
         if problem and not c.problems:
             c.add(problem)

@@ -43,6 +43,8 @@ class PPOConfig:
     """Anneal the learning rate linearly to 0 over all gradient steps."""
     total_gradient_steps: tyro.conf.Suppress[int] = struct.field(pytree_node=False, default=1)
     """Gradient steps of the whole run, the length of the annealing (set by the builder from --num-updates)."""
+    scan_unroll: tyro.conf.Suppress[int] = struct.field(pytree_node=False, default=1)
+    """Time steps per iteration of the rollout's and GAE's scans (set by the builder from --scan-unroll)."""
     adam_eps: float = struct.field(pytree_node=False, default=1e-5)
     """Adam epsilon."""
     max_grad_norm: float = struct.field(pytree_node=False, default=0.5)
@@ -102,7 +104,7 @@ def create_train_state(apply_fn, params, cfg: PPOConfig) -> TrainState:
     return state.replace(step=jnp.zeros((), jnp.int32))  # not a weakly typed Python 0: no recompiles
 
 
-def compute_gae(rewards, values, dones, last_value, gamma: float, gae_lambda: float):
+def compute_gae(rewards, values, dones, last_value, gamma: float, gae_lambda: float, unroll: int = 1):
     """Generalised advantage estimates over a `[T, ...]` rollout.
 
     `delta_t = r_t + gamma * V_{t+1} * (1 - d_t) - V_t`,
@@ -118,7 +120,8 @@ def compute_gae(rewards, values, dones, last_value, gamma: float, gae_lambda: fl
         adv = delta + gamma * gae_lambda * nd * adv_next
         return adv, adv
 
-    _, advantages = jax.lax.scan(backward, jnp.zeros_like(last_value), (deltas, not_done), reverse=True)
+    _, advantages = jax.lax.scan(backward, jnp.zeros_like(last_value), (deltas, not_done), reverse=True,
+                                 unroll=unroll)
     return advantages, advantages + values
 
 

@@ -53,7 +53,7 @@ class MLPActorCritic(WithRecurrentCore):
         return cls(n_actions=n_actions, action_dim=action_dim, hidden=model.mlp_hidden,
                    recurrent_cell=model.recurrent_cell, recurrent_size=model.recurrent_size,
                    s5_layers=model.s5_layers, s5_blocks=model.s5_blocks, s5_layernorm=model.s5_layernorm,
-                   s5_scan=model.s5_scan)
+                   s5_scan=model.s5_scan, scan_unroll=model.scan_unroll)
 
     @property
     def has_core(self) -> bool:

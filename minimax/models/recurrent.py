@@ -22,6 +22,8 @@ zeroed *before* step t is processed, so the output at t equals a fresh run's.
 
 from __future__ import annotations
 
+import functools
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -62,7 +64,17 @@ def _lstm_cell(w_h, xp, reset, c, h):
     return (c, h), (i, f, g, o, tanh_c), (c_new, o * tanh_c)
 
 
-def lstm_sequence(w_in, w_h, b, xs, reset, carry):
+def resolve_unroll(unroll: int) -> int:
+    """`--scan-unroll`: time steps per iteration of every scan over time (0: the backend's default,
+    1 on CPU, where a loop iteration costs nothing extra, 8 on GPU/TPU, where each iteration's
+    small kernels wait on the previous ones: the sequential depth of a rollout and of the recurrent
+    forward and backward, ~2,800 dependent steps of an LSTM update, shrinks by the factor)."""
+    if unroll < 0:
+        raise ValueError(f"scan unroll must be >= 0 (0 = the backend's default), got {unroll}")
+    return unroll or (1 if jax.default_backend() == "cpu" else 8)
+
+
+def lstm_sequence(w_in, w_h, b, xs, reset, carry, unroll: int = 1):
     """`((c, h), hs[T, N, H])`: an LSTM over `xs[T, N, F]`, zeroing the carry where `reset`.
 
     Gates are ordered (i, f, g, o): `x @ w_in + h @ w_h + b`. The input projection does not
@@ -73,11 +85,11 @@ def lstm_sequence(w_in, w_h, b, xs, reset, carry):
     (benchmarks/RESULTS.md, "PAIRED").
     """
     xp = jnp.einsum("tnf,fg->tng", xs, w_in) + b
-    return _lstm_recurrence(w_h, xp, reset, carry)
+    return _lstm_recurrence(int(unroll), w_h, xp, reset, carry)
 
 
-@jax.custom_vjp
-def _lstm_recurrence(w_h, xp, reset, carry):
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _lstm_recurrence(unroll, w_h, xp, reset, carry):
     """The recurrent part of `lstm_sequence`. Its hand-written backward pass keeps only the
     hidden-to-hidden product inside the reverse loop and computes the weight gradient as one
     large matmul afterwards (autodiff of a scan accumulates it one small matmul per step); it
@@ -86,19 +98,19 @@ def _lstm_recurrence(w_h, xp, reset, carry):
         x, r = inputs
         _, _, carry = _lstm_cell(w_h, x, r, *carry)
         return carry, carry[1]
-    return jax.lax.scan(step, carry, (xp, reset))
+    return jax.lax.scan(step, carry, (xp, reset), unroll=unroll)
 
 
-def _lstm_forward(w_h, xp, reset, carry):
+def _lstm_forward(unroll, w_h, xp, reset, carry):
     def step(carry, inputs):
         x, r = inputs
         (c_prev, h_prev), gates, carry = _lstm_cell(w_h, x, r, *carry)
         return carry, (carry[1], (c_prev, h_prev) + gates)
-    carry, (hs, saved) = jax.lax.scan(step, carry, (xp, reset))
+    carry, (hs, saved) = jax.lax.scan(step, carry, (xp, reset), unroll=unroll)
     return (carry, hs), (w_h, reset, saved)
 
 
-def _lstm_backward(residuals, cotangents):
+def _lstm_backward(unroll, residuals, cotangents):
     w_h, reset, saved = residuals
     (dc_last, dh_last), dhs = cotangents
     w_h_t = jnp.transpose(w_h)
@@ -113,7 +125,7 @@ def _lstm_backward(residuals, cotangents):
         keep = ~r[:, None]  # a reset cut the carry: nothing flows to earlier steps
         return (jnp.where(keep, dc * f, 0.0), jnp.where(keep, dgates @ w_h_t, 0.0)), dgates
 
-    d_carry, dgates = jax.lax.scan(step, (dc_last, dh_last), (dhs, reset) + saved, reverse=True)
+    d_carry, dgates = jax.lax.scan(step, (dc_last, dh_last), (dhs, reset) + saved, reverse=True, unroll=unroll)
     h_prev = saved[1]
     d_w_h = jnp.einsum("tnh,tng->hg", h_prev, dgates)
     return d_w_h, dgates, None, d_carry
@@ -126,6 +138,8 @@ class LSTM(nn.Module):
     """LSTM over `[T, N, F]` inputs. Carry `(c, h)`, each `[N, H]`."""
 
     features: int
+    unroll: int = 1
+    """Time steps per loop iteration of the forward and backward scans (`resolve_unroll`)."""
 
     def initial_carry(self, batch: int):
         zeros = jnp.zeros((batch, self.features), jnp.float32)
@@ -138,7 +152,7 @@ class LSTM(nn.Module):
         w_in = self.param("input_kernel", gate_init, (x.shape[-1], 4 * h_size))
         w_h = self.param("hidden_kernel", gate_init, (h_size, 4 * h_size))
         b = self.param("bias", nn.initializers.zeros, (4 * h_size,))  # flax: on the hidden side only
-        return lstm_sequence(w_in, w_h, b, x, reset, carry)
+        return lstm_sequence(w_in, w_h, b, x, reset, carry, self.unroll)
 
 
 class GRU(nn.Module):
@@ -151,6 +165,8 @@ class GRU(nn.Module):
     """
 
     features: int
+    unroll: int = 1
+    """Time steps per loop iteration of the scan (`resolve_unroll`)."""
 
     def initial_carry(self, batch: int):
         return jnp.zeros((batch, self.features), jnp.float32)
@@ -176,7 +192,7 @@ class GRU(nn.Module):
             h = (1.0 - z) * n + z * h
             return h, h
 
-        return jax.lax.scan(step, carry, (x_proj, reset))
+        return jax.lax.scan(step, carry, (x_proj, reset), unroll=self.unroll)
 
 
 CORES = {"lstm": LSTM, "gru": GRU, "s5": S5}
@@ -185,7 +201,7 @@ CORES = {"lstm": LSTM, "gru": GRU, "s5": S5}
 
 
 def make_core(cell: str, features: int, *, s5_layers: int = 2, s5_blocks: int = 2, s5_layernorm: str = "post",
-              s5_scan: str = "auto", name: str | None = None) -> nn.Module:
+              s5_scan: str = "auto", scan_unroll: int = 0, name: str | None = None) -> nn.Module:
     """The recurrent core `cell` of width `features` (the S5 options apply to `s5` only). Without a
     `name` it is a free-standing module (for `initial_carry`), not a submodule of the caller."""
     if cell not in CORES:
@@ -193,7 +209,7 @@ def make_core(cell: str, features: int, *, s5_layers: int = 2, s5_blocks: int = 
     where = dict(name=name) if name else dict(parent=None)
     if cell == "s5":
         return S5(features, n_layers=s5_layers, n_blocks=s5_blocks, layernorm=s5_layernorm, scan=s5_scan, **where)
-    return CORES[cell](features, **where)
+    return CORES[cell](features, unroll=resolve_unroll(scan_unroll), **where)
 
 
 class WithRecurrentCore(nn.Module):
@@ -207,6 +223,7 @@ class WithRecurrentCore(nn.Module):
     s5_blocks: int = 2
     s5_layernorm: str = "post"
     s5_scan: str = "auto"
+    scan_unroll: int = 0      # LSTM / GRU: time steps per scan iteration (0: the backend's default)
 
     def initial_carry(self, batch: int):
         return self.core().initial_carry(batch)
@@ -214,4 +231,4 @@ class WithRecurrentCore(nn.Module):
     def core(self, name: str | None = None) -> nn.Module:
         return make_core(self.recurrent_cell, self.recurrent_size, s5_layers=self.s5_layers,
                          s5_blocks=self.s5_blocks, s5_layernorm=self.s5_layernorm, s5_scan=self.s5_scan,
-                         name=name)
+                         scan_unroll=self.scan_unroll, name=name)

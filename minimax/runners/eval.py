@@ -25,11 +25,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from minimax.models.recurrent import resolve_unroll
 from minimax.runners.rollout import count_outcomes, policy_step
 
 
 def evaluate_levels(key, apply_fn, params, initial_carry, env, env_params, levels, greedy: bool = False,
-                    chunk_steps: int = 1):
+                    chunk_steps: int = 1, unroll: int = 1):
     """First-episode `return`, `solved` and `length` per env for a batch of levels `[B]`, plus
     `steps`: how many env steps the loop executed (a multiple of `chunk_steps`)."""
     n = jax.tree.leaves(levels)[0].shape[0]
@@ -55,7 +56,7 @@ def evaluate_levels(key, apply_fn, params, initial_carry, env, env_params, level
         return jnp.any(c["active"]) & (c["t"] < env_params.max_steps)
 
     def body(c):
-        return jax.lax.scan(one_step, c, None, length=chunk_steps)[0]
+        return jax.lax.scan(one_step, c, None, length=chunk_steps, unroll=min(unroll, chunk_steps))[0]
 
     out = jax.lax.while_loop(cond, body, init)
     return {"return": out["ret"], "solved": out["solved"], "length": out["length"], "steps": out["t"]}
@@ -146,7 +147,7 @@ class EvalRunner:
         """First episodes of a batch of envs, one level each."""
         n = jax.tree.leaves(envs)[0].shape[0]
         return evaluate_levels(key, self.model.apply, params, self.model.initial_carry(n), self.env, env_params,
-                               envs, self.greedy, self.chunk_steps)
+                               envs, self.greedy, self.chunk_steps, resolve_unroll(getattr(self.model, "scan_unroll", 1)))
 
     def _level_facts(self, levels, env_params):
         """Per level: the optimal return and whether the level can be solved at all (NaN, True if unknown)."""

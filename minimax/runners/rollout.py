@@ -73,7 +73,7 @@ def policy_step(key, apply_fn, params, carry, obs, reset, greedy: bool = False):
 
 
 def collect_rollout(key, apply_fn, params, env_step: Callable, stream: EnvStream, num_steps: int,
-                    shard: Shard = NO_SHARD):
+                    shard: Shard = NO_SHARD, unroll: int = 1):
     """Run `num_steps` transitions. `env_step(key, env_state, actions) -> (obs, env_state, reward, done, info)`
     steps the whole batch with auto-reset. Returns `(rollout, stream)`. Actions are sampled
     with per-env keys from the global batch (`shard`), so a sharded rollout equals the
@@ -99,14 +99,14 @@ def collect_rollout(key, apply_fn, params, env_step: Callable, stream: EnvStream
         return stream, out
 
     init_carry = stream.carry
-    stream, out = jax.lax.scan(step, stream, jax.random.split(key, num_steps))
+    stream, out = jax.lax.scan(step, stream, jax.random.split(key, num_steps), unroll=unroll)
     _, _, _, last_value, _ = policy_step(shard.env_keys(key, n), apply_fn, params, stream.carry, stream.obs,
                                          stream.reset)
     return Rollout(**out, init_carry=init_carry, last_value=last_value), stream
 
 
 def play_levels(key, env, env_params, apply_fn, params, initial_carry, levels, num_steps: int,
-                shard: Shard = NO_SHARD) -> Rollout:
+                shard: Shard = NO_SHARD, unroll: int = 1) -> Rollout:
     """`num_steps` steps of one env per level from its start, each env replaying its level when an
     episode ends (the PLR family's replays and scoring, the students of PAIRED). `initial_carry`:
     the recurrent carry for the batch (zeroed anyway: the first observation starts an episode)."""
@@ -120,7 +120,7 @@ def play_levels(key, env, env_params, apply_fn, params, initial_carry, levels, n
     env_state = jax.vmap(env.init_state, in_axes=(0, None))(levels, env_params)
     obs = jax.vmap(env.get_obs, in_axes=(0, None))(env_state, env_params)
     rollout, _ = collect_rollout(key, apply_fn, params, env_step, start_stream(env_state, obs, initial_carry),
-                                 num_steps, shard)
+                                 num_steps, shard, unroll)
     return rollout
 
 
@@ -189,7 +189,7 @@ def ppo_batch(rollout: Rollout, ppo: PPOConfig) -> PPOBatch:
     """GAE over the rollout (`ppo`'s discount and lambda, its rewards times `ppo.reward_scale`) and the
     batch PPO trains on. It takes the whole config so that no caller can leave the reward scale out."""
     advantages, targets = compute_gae(rollout.rewards * ppo.reward_scale, rollout.values, rollout.dones,
-                                      rollout.last_value, ppo.gamma, ppo.gae_lambda)
+                                      rollout.last_value, ppo.gamma, ppo.gae_lambda, ppo.scan_unroll)
     return PPOBatch(obs=rollout.obs, reset=rollout.reset, actions=rollout.actions, log_probs=rollout.log_probs,
                     values=rollout.values, advantages=advantages, targets=targets, init_carry=rollout.init_carry)
 
