@@ -46,7 +46,7 @@ def ppo_config(cfg: TrainConfig) -> PPOConfig:
     """`cfg.ppo` with the run's length in gradient steps (the learning-rate annealing's horizon)."""
     p = cfg.ppo
     return p.replace(total_gradient_steps=cfg.num_updates * p.n_epochs * p.n_minibatches,
-                     scan_unroll=resolve_unroll(cfg.model.scan_unroll))
+                     unroll=resolve_unroll(cfg.model.scan_unroll))
 
 
 def level_generator(cfg: TrainConfig):

@@ -43,7 +43,7 @@ class PPOConfig:
     """Anneal the learning rate linearly to 0 over all gradient steps."""
     total_gradient_steps: tyro.conf.Suppress[int] = struct.field(pytree_node=False, default=1)
     """Gradient steps of the whole run, the length of the annealing (set by the builder from --num-updates)."""
-    scan_unroll: tyro.conf.Suppress[int] = struct.field(pytree_node=False, default=1)
+    unroll: tyro.conf.Suppress[int] = struct.field(pytree_node=False, default=1)
     """Time steps per iteration of the rollout's and GAE's scans (set by the builder from --scan-unroll)."""
     adam_eps: float = struct.field(pytree_node=False, default=1e-5)
     """Adam epsilon."""

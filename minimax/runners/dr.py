@@ -94,7 +94,7 @@ class DRRunner:
         stream = self.restart(jax.random.fold_in(k_rollout, 1), state.stream) if self.restart_each_update \
             else state.stream
         rollout, stream = collect_rollout(k_rollout, ts.apply_fn, ts.params, self.env_step, stream,
-                                          self.num_steps, self.shard, self.ppo.scan_unroll)
+                                          self.num_steps, self.shard, self.ppo.unroll)
         batch = ppo_batch(rollout, self.ppo)
         ts, metrics = ppo_update(k_update, ts, batch, self.ppo, self.shard)
         metrics.update(reduce_over_devices(episode_metrics(rollout), self.shard))

@@ -236,7 +236,7 @@ class PAIREDRunner:
 
         def play(key, params):
             return play_levels(key, self.env, self.env_params, self.model.apply, params,
-                               self.model.initial_carry(self.n), levels, self.num_steps, self.shard, self.ppo.scan_unroll)
+                               self.model.initial_carry(self.n), levels, self.num_steps, self.shard, self.ppo.unroll)
 
         students = jax.vmap(play)(jax.random.split(k_play, self.n_students), state.train_state.params)
         scores = teacher_score(self.score, students.episode_returns, students.dones)

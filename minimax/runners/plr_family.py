@@ -274,7 +274,7 @@ class PLRFamilyRunner:
         """T steps of one env per level, each env replaying its level."""
         n = jax.tree.leaves(levels)[0].shape[0]
         return play_levels(key, self.env, self.env_params, self.model.apply, params, self.model.initial_carry(n),
-                           levels, self.num_steps, self.shard, self.ppo.scan_unroll)
+                           levels, self.num_steps, self.shard, self.ppo.unroll)
 
     def advantages(self, rollout: Rollout):
         return ppo_batch(rollout, self.ppo).advantages  # (the unused targets are dropped by XLA)

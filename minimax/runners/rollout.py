@@ -189,7 +189,7 @@ def ppo_batch(rollout: Rollout, ppo: PPOConfig) -> PPOBatch:
     """GAE over the rollout (`ppo`'s discount and lambda, its rewards times `ppo.reward_scale`) and the
     batch PPO trains on. It takes the whole config so that no caller can leave the reward scale out."""
     advantages, targets = compute_gae(rollout.rewards * ppo.reward_scale, rollout.values, rollout.dones,
-                                      rollout.last_value, ppo.gamma, ppo.gae_lambda, ppo.scan_unroll)
+                                      rollout.last_value, ppo.gamma, ppo.gae_lambda, ppo.unroll)
     return PPOBatch(obs=rollout.obs, reset=rollout.reset, actions=rollout.actions, log_probs=rollout.log_probs,
                     values=rollout.values, advantages=advantages, targets=targets, init_carry=rollout.init_carry)
 

@@ -217,7 +217,7 @@ class SFLRunner:
         learnable = self.refresh(k_refresh, ts.apply_fn, ts.params, state.learnable, due)
         rollout = play_levels(k_play, self.env, self.env_params, ts.apply_fn, ts.params,
                               self.model.initial_carry(self.local_envs), state.levels, self.num_steps, self.shard,
-                              self.ppo.scan_unroll)
+                              self.ppo.unroll)
         ts, metrics = ppo_update(k_update, ts, ppo_batch(rollout, self.ppo), self.ppo, self.shard)
         metrics.update(episode_metrics(rollout))
         metrics.update(self.group_metrics(state.levels, rollout))
