@@ -78,6 +78,7 @@ def make_chunk(runner, length: int, budget: str = "updates"):
 
     counter, size = COUNTER[budget], unit_size(budget, runner)
     limit = getattr(runner, "max_idle_cycles", max_idle_cycles(1.0))  # a runner whose every cycle trains never idles
+
     def unit(carry, i, zeros):
         target = (i + 1) * size
 
@@ -95,8 +96,8 @@ def make_chunk(runner, length: int, budget: str = "updates"):
             return state, ahead + done, idle, size_now, idle >= limit, _add(total, m)
 
         state, ahead, stalled = carry
-        init = (state, ahead, jnp.zeros((), jnp.int32), jnp.full((), -1, zeros.get("buffer/size", jnp.zeros(
-            (), jnp.int32)).dtype), stalled, zeros)
+        no_size = jnp.full((), -1, zeros["buffer/size"].dtype if "buffer/size" in zeros else jnp.int32)
+        init = (state, ahead, jnp.zeros((), jnp.int32), no_size, stalled, zeros)
         state, ahead, _, _, stalled, total = jax.lax.while_loop(cond, body, init)
         return (state, ahead, stalled), {**_means(total), STALLED: stalled}
 
