@@ -28,10 +28,10 @@ from minimax.agents.ppo import PPOConfig
 from minimax.budget import BUDGETS, Budget
 from minimax.curricula.level_buffer import BufferConfig
 from minimax.envs.registry import env_names, get_env
-from minimax.config_groups import EnvConfig, EvalConfig, ModelConfig, s5_problem
+from minimax.config_groups import EnvConfig, EvalConfig, ModelConfig
 from minimax.options import ConfigError, flag, flag_names, flatten, option_table, raise_problems, type_problems
 from minimax.release_config import is_release_config, release_options
-from minimax.runners.paired import TeacherConfig, population_problem
+from minimax.runners.paired import TeacherConfig
 from minimax.runners.plr_family import CurriculumConfig
 from minimax.runners.sfl import SFLConfig
 
@@ -331,7 +331,7 @@ def _problems(c: TrainConfig):
     if c.method in PLR_METHODS:
         yield from _curriculum_problems(c)
     if c.method in TEACHER_METHODS:
-        yield from _teacher_problems(c)
+        yield from c.teacher.problems(c.method, c.env, c.model, c.num_envs)
     if c.method == "sfl":
         yield from c.sfl.problems(c.num_envs, _episode_limit(c))
 
@@ -341,26 +341,6 @@ def preset_method(preset: str) -> str | None:
     from minimax.presets import PRESETS  # noqa: PLC0415  (presets are built from this module)
 
     return PRESETS[preset].method if preset in PRESETS else None
-
-
-OPTION_METHODS: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(("global_buffer", "buffer_png"), PLR_METHODS),
-    **dict.fromkeys(("mutator", "n_mutations", "mutation_criterion", "mutation_subsample"), MUTATION_METHODS),
-    "replay_prob": ("plr", "robust_plr", "accel"),
-    "dr_restart_each_update": ("dr",),
-}
-"""Options only some methods read (beyond whole groups: `GROUP_METHODS`)."""
-
-GROUP_METHODS: dict[str, tuple[str, ...]] = {"buffer": PLR_METHODS, "curriculum": PLR_METHODS,
-                                             "teacher": TEACHER_METHODS, "sfl": ("sfl",)}
-"""Option groups only some methods read."""
-
-
-def unused_options(method: str) -> frozenset[str]:
-    """The options (flat names) `--method method` never reads: setting them changes nothing."""
-    unused = {n for n, (g, _) in OPTIONS.items() if g in GROUP_METHODS and method not in GROUP_METHODS[g]}
-    unused |= {n for n, methods in OPTION_METHODS.items() if method not in methods}
-    return frozenset(unused)
 
 
 def _episode_limit(c: TrainConfig) -> int | None:
@@ -403,24 +383,6 @@ def _env_problems(c: TrainConfig):
                f"outcome (SFL needs episodes that succeed or fail: maze, cartpole)")
     if c.curriculum.score_function == "learnability" and not spec.binary_outcome:
         yield f"--score-function learnability needs episodes that succeed or fail; --env {env} has no such outcome"
-
-
-def _teacher_problems(c: TrainConfig):
-    """The learned teacher's options against the method and the maze (only for those methods)."""
-    t, e = c.teacher, c.env
-    problem = population_problem(t.score_for(c.method), t.students_for(c.method), c.method)
-    if problem:
-        yield f"{c.method}: {problem}"
-    cells = e.maze_height * e.maze_width
-    if t.teacher_n_walls > cells - 2:
-        yield (f"--teacher-n-walls ({t.teacher_n_walls}) is larger than a {e.maze_height}x{e.maze_width} maze "
-               f"allows: at most {cells - 2} (its cells minus the goal and the agent)")
-    if c.num_envs > 0 and c.num_envs % t.teacher_n_minibatches:
-        yield f"--teacher-n-minibatches ({t.teacher_n_minibatches}) must divide --num-envs ({c.num_envs})"
-    if t.teacher_recurrent_cell == "s5":
-        problem = s5_problem(t.teacher_recurrent_size, c.model, "--teacher-recurrent-size")
-        if problem:
-            yield problem
 
 
 def _curriculum_problems(c: TrainConfig):

@@ -27,7 +27,7 @@ def experiment_options(options: dict) -> dict:
     (`config.unused_options`): what defines the experiment. The
     budget's unit is read as what it means: a config saved before `--budget` counted cycles, and a
     cycle is an update for a method whose every cycle trains (its runs then pool with today's)."""
-    from minimax.config import unused_options  # noqa: PLC0415  (the method registry; plots import this module early)
+    from minimax.method_options import unused_options  # noqa: PLC0415  (the method registry; plots import this module early)
 
     method = options.get("method")
     unused = unused_options(method) if isinstance(method, str) else frozenset()

@@ -118,6 +118,25 @@ class TeacherConfig:
         if self.teacher_score and self.teacher_score not in TEACHER_SCORES:
             c.add(f"--teacher-score must be one of {', '.join(TEACHER_SCORES)} (or empty), got {self.teacher_score!r}")
 
+    def problems(self, method: str, env, model, num_envs: int):
+        """This group's values against the method, the maze (`env`, the env group), the batch and the
+        S5 shape (`model`, the model group), as messages naming the flags."""
+        from minimax.config_groups import s5_problem  # noqa: PLC0415  (the config layer sits above the runners)
+
+        problem = population_problem(self.score_for(method), self.students_for(method), method)
+        if problem:
+            yield f"{method}: {problem}"
+        cells = env.maze_height * env.maze_width
+        if self.teacher_n_walls > cells - 2:
+            yield (f"--teacher-n-walls ({self.teacher_n_walls}) is larger than a {env.maze_height}x{env.maze_width} "
+                   f"maze allows: at most {cells - 2} (its cells minus the goal and the agent)")
+        if num_envs > 0 and num_envs % self.teacher_n_minibatches:
+            yield f"--teacher-n-minibatches ({self.teacher_n_minibatches}) must divide --num-envs ({num_envs})"
+        if self.teacher_recurrent_cell == "s5":
+            problem = s5_problem(self.teacher_recurrent_size, model, "--teacher-recurrent-size")
+            if problem:
+                yield problem
+
     def score_for(self, method: str) -> str:
         return self.teacher_score or METHOD_SCORES[method]
 
