@@ -21,10 +21,11 @@ import time
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from train_throughput import warm_buffer  # noqa: E402
 from minimax.budget import make_chunk  # noqa: E402
 from minimax.build import build_runner, device_layout  # noqa: E402
 from minimax.devices import distribute_init, distribute_step  # noqa: E402
@@ -42,12 +43,7 @@ def measure(preset: str, seeds: int, unroll: int, chunk: int, repeats: int, over
     runner = build_runner(cfg, layout.shard)
     state = jax.jit(distribute_init(runner, layout))(seed_keys(layout)[0])
     ahead = np.zeros(seeds, np.int32) if layout.multi_seed else np.int32(0)
-    if hasattr(state, "buffer"):  # the steady state: every seed's buffer ready to replay
-        play = jax.jit(distribute_step(make_chunk(runner, 1, "cycles"), runner, layout), donate_argnums=0)
-        ready = jax.jit(lambda b: jnp.all(jax.vmap(runner.buffer_ready)(b) if layout.multi_seed
-                                          else runner.buffer_ready(b)))
-        while not bool(ready(state.buffer)):
-            state, _ = play(state, ahead)
+    state = warm_buffer(runner, state, layout, verbose=False)  # the steady state: every seed's buffer ready
     t0 = time.perf_counter()
     program = jax.jit(distribute_step(make_chunk(runner, chunk), runner, layout),
                       donate_argnums=0).lower(state, ahead).compile()

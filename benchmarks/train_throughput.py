@@ -27,6 +27,8 @@ import platform
 import time
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
 from minimax.config import ConfigError, TrainConfig
 from minimax.presets import PRESETS
@@ -38,6 +40,7 @@ from minimax.runners import PAIREDRunner
 from minimax.runners.design import design_levels
 from minimax.runners.rollout import play_levels, ppo_batch
 from minimax.budget import make_chunk
+from minimax.devices import distribute_step
 
 
 def best_time(fn, *args, repeats: int) -> float:
@@ -95,20 +98,24 @@ def core_name(model) -> str:
     return name
 
 
-def warm_buffer(runner, state, cycles_per_call: int = 1):
-    """A PLR-family run state whose level buffer is ready to replay (cycles of new levels played, no
-    update timed); other runners' states as they are."""
+def warm_buffer(runner, state, layout=None, verbose: bool = True):
+    """A PLR-family run state whose level buffers are ready to replay, every seed's (cycles played one
+    at a time, none timed); other runners' states as they are. `layout`: the state's seeds x devices
+    (`devices.DeviceLayout`; None: one seed, one device, as `runner.init` makes it)."""
     if not hasattr(state, "buffer"):
         return state
-    play = jax.jit(make_chunk(runner, cycles_per_call, "cycles"), donate_argnums=0)
-    ready = jax.jit(runner.buffer_ready)
+    chunk = make_chunk(runner, 1, "cycles")
+    multi = layout is not None and layout.multi_seed
+    play = jax.jit(distribute_step(chunk, runner, layout) if layout is not None else chunk, donate_argnums=0)
+    ready = jax.jit(lambda b: jnp.all(jax.vmap(runner.buffer_ready)(b)) if multi else runner.buffer_ready(b))
     t0, cycles, grads = time.perf_counter(), 0, 0
     while not bool(ready(state.buffer)):
         state, metrics = play(state)
-        cycles += cycles_per_call
-        grads += int(metrics["gradient_updates"].sum())
-    print(f"buffer warm-up: {cycles} cycles ({grads} with an update) in {time.perf_counter() - t0:.1f} s "
-          f"(compile included), not timed below")
+        cycles += 1
+        grads += int(np.asarray(metrics["gradient_updates"]).sum())
+    if verbose:
+        print(f"buffer warm-up: {cycles} cycles ({grads} with an update) in {time.perf_counter() - t0:.1f} s "
+              f"(compile included), not timed below")
     return state
 
 

@@ -134,10 +134,10 @@ def max_idle_cycles(replay_prob: float, floor: int = 64) -> int:
     return max(floor, math.ceil(math.log(1e-12) / math.log1p(-replay_prob)))
 
 
-def stalled_message(method: str, seed: int, unit: int, idle: int, buffer_size, min_fill_ratio: float, capacity: int,
-                    num_steps: int, episode_limit: int) -> str:
-    """Why a run stopped making progress (`make_chunk`'s `stalled`), naming the options to change."""
-    ready = max(1, math.ceil(min_fill_ratio * capacity))
+def stalled_message(method: str, seed: int, unit: int, idle: int, buffer_size, ready: int, min_fill_ratio: float,
+                    capacity: int, num_steps: int, episode_limit: int) -> str:
+    """Why a run stopped making progress (`make_chunk`'s `stalled`), naming the options to change;
+    `ready`: the levels the buffer needs before replay starts (`CurriculumConfig.ready_at`)."""
     held = "?" if buffer_size is None else int(buffer_size)
     text = (f"seed {seed} cannot reach update {unit}: {idle} rollout cycles in a row made no gradient update and "
             f"added no level to the buffer. {method} trains only on replays, which start once its buffer holds "

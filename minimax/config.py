@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import typing
 from pathlib import Path
@@ -333,7 +332,7 @@ def _problems(c: TrainConfig):
     if c.method in TEACHER_METHODS:
         yield from c.teacher.problems(c.method, c.env, c.model, c.num_envs)
     if c.method == "sfl":
-        yield from c.sfl.problems(c.num_envs, _episode_limit(c))
+        yield from c.sfl.problems(c.num_envs, episode_limit(c))
 
 
 def preset_method(preset: str) -> str | None:
@@ -343,7 +342,7 @@ def preset_method(preset: str) -> str | None:
     return PRESETS[preset].method if preset in PRESETS else None
 
 
-def _episode_limit(c: TrainConfig) -> int | None:
+def episode_limit(c: TrainConfig) -> int | None:
     """The training levels' episode step limit, when the environment can be loaded."""
     try:
         return get_env(c.env.env_name).make_params(c.env).max_steps
@@ -392,7 +391,7 @@ def _curriculum_problems(c: TrainConfig):
         yield f"--buffer-size must be >= 2 for {c.method}, got {size}"
     if c.method in MUTATION_METHODS and cur.n_mutations < 1:
         yield f"--n-mutations must be >= 1 for {c.method}, got {cur.n_mutations}"
-    ready_at = math.ceil(cur.min_fill_ratio * size)
+    ready_at = cur.ready_at(size)
     if c.method in ("robust_plr", "accel") and cur.replay_prob <= 0 and not cur.train_levels:
         yield f"--replay-prob must be > 0 for {c.method} (it trains only on replays), got {cur.replay_prob}"
     if cur.train_levels and c.method in MUTATION_METHODS:

@@ -68,7 +68,7 @@ def expected_budget(cfg: TrainConfig, updates: int) -> dict:
     1/p cycles per update, ACCEL's replay cycle also playing the N mutated children; the parallel
     methods play G groups of N envs per cycle and train on every cycle once the buffer is ready."""
     cur, n, batch = cfg.curriculum, cfg.num_envs, cfg.num_envs * cfg.num_steps
-    ready = math.ceil(cur.min_fill_ratio * cfg.buffer.capacity)
+    ready = cur.ready_at(cfg.buffer.capacity)
     if cfg.method in ("robust_plr", "accel"):
         warmup = math.ceil(ready / n)
         cycles = warmup + updates / cur.replay_prob

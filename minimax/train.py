@@ -27,7 +27,7 @@ from flax.training.train_state import TrainState
 from minimax.budget import COUNTER, LABEL, STALLED, make_chunk, stalled_message, unit_size
 from minimax.checkpoint import Checkpointer, CheckpointError
 from minimax.build import build_runner, device_layout, env_spec, evaluated_params, make_evaluator
-from minimax.config import TrainConfig
+from minimax.config import TrainConfig, episode_limit
 from minimax.metrics import RUN_TOTALS, first_nonfinite, log_columns, mean_row, outcome_free
 from minimax.run_lock import LOCK_NAME, RunLock, RunLockError
 from minimax.run_logs import RunLogger, log_rows, read_rows, seed_rows
@@ -345,9 +345,10 @@ class _Loop:
         seed_index, unit = (int(i[0]) for i in np.nonzero(stalled.reshape(-1, length)))
         cfg = self.cfg
         limit = getattr(self.runner, "max_idle_cycles", 0)
+        cur, capacity = cfg.curriculum, cfg.buffer.capacity
         return stalled_message(cfg.method, self.layout.seeds[seed_index], self.update + unit + 1, limit,
-                               rows[seed_index].get("buffer/size"), cfg.curriculum.min_fill_ratio,
-                               cfg.buffer.capacity, cfg.num_steps, env_spec(cfg).make_params(cfg.env).max_steps)
+                               rows[seed_index].get("buffer/size"), cur.ready_at(capacity), cur.min_fill_ratio,
+                               capacity, cfg.num_steps, episode_limit(cfg))
 
     def check_finite(self, rows: list[dict], metrics: dict, logger) -> None:
         """Raise `TrainingDiverged` (after logging the rows that show it) on a non-finite loss or parameter."""

@@ -88,6 +88,11 @@ class CurriculumConfig:
     def __post_init__(self):
         check(self, self._rules)
 
+    def ready_at(self, capacity: int) -> int:
+        """The levels a buffer of `capacity` holds when replay may start (`buffer_ready`): at least
+        `min_fill_ratio` of it, and at least one."""
+        return max(1, math.ceil(self.min_fill_ratio * capacity))
+
     @staticmethod
     def _rules(c):
         c.unit("replay_prob", "min_fill_ratio")
@@ -202,7 +207,7 @@ class PLRFamilyRunner:
         finite training set and the proportionate schedule, at least the ready fraction of its seeds)."""
         p = 1.0 if self.groups > 1 else self.cur.replay_prob
         if self.cur.train_levels and self.cur.replay_schedule != "fixed":
-            p = max(1, math.ceil(self.cur.min_fill_ratio * self.capacity)) / self.cur.train_levels
+            p = self.cur.ready_at(self.capacity) / self.cur.train_levels
         return max_idle_cycles(min(p, 1.0))
 
     # ------------------------------------------------------------------ pieces
