@@ -18,22 +18,21 @@ into one confidence interval."""
 _UNSET = "<unset>"
 
 
-TRAINS_EVERY_CYCLE = frozenset({"dr", "plr", "paired", "pop_paired", "minimax_adversary", "sfl"})
-"""Methods whose every rollout cycle is a PPO update: for them `--budget cycles` is `--budget updates`."""
-
-
 def experiment_options(options: dict) -> dict:
     """`{option: value}` (flat names) without the bookkeeping ones and those its method never reads
-    (`config.unused_options`): what defines the experiment. The
-    budget's unit is read as what it means: a config saved before `--budget` counted cycles, and a
-    cycle is an update for a method whose every cycle trains (its runs then pool with today's)."""
-    from minimax.method_options import unused_options  # noqa: PLC0415  (the method registry; plots import this module early)
+    (`method_options.unused_options`): what defines the experiment. The budget's unit is read as
+    what it means: a config saved before `--budget` counted cycles, and a cycle is an update for a
+    method whose every cycle trains (its runner's `trains_every_cycle`; its runs then pool with today's)."""
+    # The method registry, imported here: plots import this module before they need JAX.
+    from minimax.method_options import unused_options  # noqa: PLC0415
+    from minimax.runners import RUNNERS  # noqa: PLC0415
 
     method = options.get("method")
     unused = unused_options(method) if isinstance(method, str) else frozenset()
     out = {k: v for k, v in options.items() if k not in BOOKKEEPING_OPTIONS and k not in unused}
     budget = out.get("budget", "cycles")
-    out["budget"] = "updates" if budget == "cycles" and out.get("method") in TRAINS_EVERY_CYCLE else budget
+    every_cycle_trains = getattr(RUNNERS.get(method), "trains_every_cycle", False)
+    out["budget"] = "updates" if budget == "cycles" and every_cycle_trains else budget
     return out
 
 
