@@ -16,9 +16,7 @@ go to `<out>/results.json`, `<out>/per_run.csv` and `<out>/summary.csv` (never p
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import json
 import math
 import sys
 import time
@@ -38,10 +36,8 @@ from minimax.envs.registry import UEDEnv, get_env
 from minimax.options import parse_assignments
 from minimax.runners import RUNNERS
 from minimax.runners.eval import EvalRunner
-from minimax.stats import cvar_of_worst, mean_ci
-
-METRICS = ("solved_rate", "return", "length", "gap")
-
+from minimax.eval_report import fresh_out_dir, print_table, summarize, write_results
+from minimax.stats import cvar_of_worst
 
 class EvaluateError(RuntimeError):
     """Bad input to the evaluate command (missing run, no checkpoint, unknown maze...)."""
@@ -200,9 +196,10 @@ class PolicyEvaluator:
         levels, drawn = runner.sample_solvable(k_levels, self.generator(self.cvar_config(cfg)), s.cvar, params)
         rank = runner.success_rates(k_rank, policy.params, levels, params)
         measured = runner.success_rates(k_measure, policy.params, levels, params)
+        alphas = cvar_alphas(s)
         return {"levels": int(s.cvar), "drawn": drawn, "unsolvable": drawn - int(s.cvar), "episodes": s.cvar_episodes,
-                "alpha": cvar_alphas(s), "mean_solved_rate": float(measured.mean()),
-                **{f"cvar@{a:g}": cvar_of_worst(rank, measured, a) for a in cvar_alphas(s)}}
+                "alpha": alphas, "mean_solved_rate": float(measured.mean()),
+                **{f"cvar@{a:g}": cvar_of_worst(rank, measured, a) for a in alphas}}
 
     def __call__(self, policy: Policy, mazes, out_dir: Path) -> dict:
         """One policy's results: per maze summaries, and CVaR results when asked."""
@@ -236,66 +233,6 @@ def cvar_alphas(settings: "EvaluateConfig") -> list[float]:
     return [a for a in settings.alpha if math.floor(a * settings.cvar + 1e-9) >= 1]
 
 
-def summarize(results: list[dict], mazes) -> dict:
-    """Across policies: `{maze or "suite_mean": {metric: {mean, ci_low, ci_high, n}}}` (and CVaR)."""
-    def stat(values, rate: bool):
-        """Mean and 95% interval; a rate's interval is clipped to [0, 1], the values it can take."""
-        mean, low, high = mean_ci(values)
-        if rate and math.isfinite(low):
-            low, high = max(low, 0.0), min(high, 1.0)
-        return {"mean": mean, "ci_low": low, "ci_high": high, "n": len(values)}
-
-    summary = {m.name: {k: stat([r["mazes"][m.name][k] for r in results], k == "solved_rate") for k in METRICS}
-               for m in mazes}
-    summary["suite_mean"] = {k: stat([np.mean([r["mazes"][m.name][k] for m in mazes]) for r in results],
-                                     k == "solved_rate") for k in METRICS}
-    if all("cvar" in r for r in results) and results:
-        names = ["mean_solved_rate"] + [k for k in results[0]["cvar"] if k.startswith("cvar@")]
-        summary["cvar"] = {k: stat([r["cvar"][k] for r in results], True) for k in names}
-    return summary
-
-
-def write_results(out_dir: Path, results: list[dict], groups: list[dict], settings: dict) -> None:
-    """`results.json` (settings, every run's results, each group's summary; `summary` too when
-    there is one group), `per_run.csv` and `summary.csv` (one block of rows per group)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    clean = lambda v: None if isinstance(v, float) and not np.isfinite(v) else v  # noqa: E731
-    doc = {"settings": settings, "runs": results, "groups": groups}
-    if len(groups) == 1:
-        doc["summary"] = groups[0]["summary"]
-    doc = json.loads(json.dumps(doc, default=float), parse_constant=lambda _: None)
-    (out_dir / "results.json").write_text(json.dumps(doc, indent=2) + "\n")
-    with (out_dir / "per_run.csv").open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["run", "seed", "checkpoint", "level", *METRICS])
-        for r in results:
-            for name, m in r["mazes"].items():
-                writer.writerow([r["run"], r["seed"], r["checkpoint"], name, *(clean(m[k]) for k in METRICS)])
-            for name, value in r.get("cvar", {}).items():
-                if name.startswith("cvar@") or name == "mean_solved_rate":
-                    writer.writerow([r["run"], r["seed"], r["checkpoint"], "sampled" if name == "mean_solved_rate"
-                                     else name, value, "", "", ""])
-    with (out_dir / "summary.csv").open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["group", "level", "metric", "mean", "ci_low", "ci_high", "n"])
-        for g in groups:
-            for name, metrics in g["summary"].items():
-                for k, s in metrics.items():
-                    writer.writerow([g["label"], name, k, clean(s["mean"]), clean(s["ci_low"]), clean(s["ci_high"]),
-                                     s["n"]])
-
-
-def fresh_out_dir(runs, root: Path = Path("eval_results")) -> Path:
-    """`eval_results/<first run>[+N]`, with -2, -3, ... appended while such a directory holds results:
-    an evaluation never replaces another's unasked."""
-    base = Path(runs[0]).resolve().name + (f"+{len(runs) - 1}" if len(runs) > 1 else "")
-    out, n = root / base, 1
-    while (out / "results.json").exists():
-        n += 1
-        out = root / f"{base}-{n}"
-    return out
-
-
 def check_writable(out_dir: Path) -> None:
     """Fail before any evaluation work when `--out` cannot be written."""
     try:
@@ -316,26 +253,6 @@ def group_results(results: list[dict], policies: list[Policy], mazes, pool: bool
         found = experiment_groups([p.cfg.options() for p in policies], [p.run for p in policies])
     return [{"label": label, "runs": [f"{results[i]['run']}/seed{results[i]['seed']}" for i in members],
              "summary": summarize([results[i] for i in members], mazes)} for label, members in found]
-
-
-def print_table(summary: dict, mazes) -> None:
-    def cell(s):
-        if np.isnan(s["mean"]):
-            return "–"
-        if np.isnan(s["ci_low"]):
-            return f"{s['mean']:.3f}"
-        return f"{s['mean']:.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}]"
-
-    rows = [(m.name, summary[m.name]) for m in mazes] + [("suite mean", summary["suite_mean"])]
-    width = max(len(name) for name, _ in rows)
-    n = summary["suite_mean"]["solved_rate"]["n"]
-    print(f"{'level':<{width}}  {'solved rate (95% CI)':<28}  {'return (95% CI)':<28}  n={n}")
-    for name, s in rows:
-        print(f"{name:<{width}}  {cell(s['solved_rate']):<28}  {cell(s['return']):<28}")
-    if "cvar" in summary:
-        c = summary["cvar"]
-        print(f"sampled levels: mean solved rate {cell(c['mean_solved_rate'])}; CVaR (solved rate of the worst "
-              f"alpha of them): " + ", ".join(f"alpha {k[5:]}: {cell(v)}" for k, v in c.items() if k.startswith("cvar@")))
 
 
 @dataclass(frozen=True)
@@ -448,7 +365,7 @@ def evaluate(args: EvaluateConfig) -> dict:
         left_out = [a for a in args.alpha if a not in cvar_alphas(args)]
         if left_out:
             print(f"note: CVaR at alpha {', '.join(f'{a:g}' for a in left_out)} left out: fewer than one of the "
-                  f"{args.cvar} levels (floor(alpha M) = 0; --cvar {math.ceil(1 / min(left_out))} reaches them)",
+                  f"{args.cvar} levels (floor(alpha M) = 0; --cvar {math.ceil(1 / min(left_out) - 1e-9)} reaches them)",
                   file=sys.stderr)
     for policy in policies:
         t0 = time.perf_counter()

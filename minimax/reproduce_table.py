@@ -109,7 +109,7 @@ def _status(rep: Reproduction, method: str) -> tuple[str, int]:
 
 def collect(rep: Reproduction) -> dict:
     """results.json's document."""
-    from minimax.evaluate import METRICS, summarize  # noqa: PLC0415
+    from minimax.eval_report import METRICS, summarize  # noqa: PLC0415
 
     rc, names = rep.rc, [m.name for m in rep.mazes]
     doc = {

@@ -18,7 +18,7 @@ from minimax.envs.maze.level import DIR_TO_VEC
 from minimax.envs.maze.ood import get_maze, get_suite, list_mazes
 from minimax.envs.maze.spec import MAZE
 from minimax.evaluate import main as evaluate_main
-from minimax.evaluate import summarize
+from minimax.eval_report import summarize
 from minimax.runners.eval import EvalRunner, evaluate_levels
 from minimax.stats import cvar_of_worst, mean_ci
 

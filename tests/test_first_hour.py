@@ -8,7 +8,7 @@ import json
 import pytest
 
 from minimax.config import ConfigError, TrainConfig
-from minimax.evaluate import fresh_out_dir
+from minimax.eval_report import fresh_out_dir
 from minimax.evaluate import main as evaluate_main
 from minimax.experiments import experiment_groups
 from minimax.presets import PRESETS
@@ -98,7 +98,8 @@ def test_an_extended_run_records_its_new_target(tmp_path, capsys):
 
 
 def test_small_samples_keep_rates_in_range_and_leave_out_empty_cvar_fractions():
-    from minimax.evaluate import EvaluateConfig, cvar_alphas, summarize  # noqa: PLC0415
+    from minimax.eval_report import summarize  # noqa: PLC0415
+    from minimax.evaluate import EvaluateConfig, cvar_alphas  # noqa: PLC0415
 
     settings = EvaluateConfig(runs=("r",), cvar=100, alpha=(0.001, 0.01, 0.5, 1.0))
     assert cvar_alphas(settings) == [0.01, 0.5, 1.0]  # floor(0.001 x 100) = 0 levels
