@@ -3,6 +3,8 @@ and left out of what defines an experiment (`experiments.py`), so setting it cha
 
 from __future__ import annotations
 
+import functools
+
 from minimax.config import MUTATION_METHODS, OPTIONS, PLR_METHODS, TEACHER_METHODS
 
 OPTION_METHODS: dict[str, tuple[str, ...]] = {
@@ -18,6 +20,7 @@ GROUP_METHODS: dict[str, tuple[str, ...]] = {"buffer": PLR_METHODS, "curriculum"
 """Option groups only some methods read."""
 
 
+@functools.lru_cache(maxsize=None)
 def unused_options(method: str) -> frozenset[str]:
     """The options (flat names) `--method method` never reads: setting them changes nothing."""
     unused = {n for n, (g, _) in OPTIONS.items() if g in GROUP_METHODS and method not in GROUP_METHODS[g]}

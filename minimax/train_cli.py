@@ -81,8 +81,8 @@ def parse_config(argv: list[str] | None = None) -> TrainConfig:
     cfg = tyro.cli(tyro.conf.OmitArgPrefixes[TrainConfig], default=default, args=argv, prog="train.py",
                    description=TrainConfig.__doc__ + " Presets: " + ", ".join(PRESETS) + " (--preset); "
                    "--config PATH starts from a saved config.json instead.")
-    unused = sorted(n for n, v in cfg.options().items() if n in unused_options(cfg.method)
-                    and v != default.options()[n])
+    started_from, never_read = default.options(), unused_options(cfg.method)
+    unused = sorted(n for n, v in cfg.options().items() if n in never_read and v != started_from[n])
     if unused:
         raise ConfigError(f"--method {cfg.method} does not use {', '.join(flag(n) for n in unused)}: leave "
                           f"{'them' if len(unused) > 1 else 'it'} out (or choose a method that reads "
