@@ -48,9 +48,11 @@ import numpy as np
 import tyro
 from flax import struct
 
+from minimax.curricula.weights import normalize as _normalize
+from minimax.curricula.weights import transform_weights
 from minimax.options import check
 
-ScoreTransform = Literal["rank", "power", "softmax", "eps_greedy", "top_k"]
+ScoreTransform = Literal["rank", "power", "softmax", "eps_greedy", "top_k"]  # weights.SCORE_TRANSFORMS
 Replacement = Literal["release", "jaxued", "lowest_score"]
 RankTies = Literal["ordinal", "competition"]
 ReplayMerge = Literal["first", "last", "mean"]
@@ -167,65 +169,6 @@ def levels_equal(a, b) -> jax.Array:
 
 
 # --------------------------------------------------------------------------- replay distribution
-
-
-def competition_rank(values: jax.Array, mask: jax.Array) -> jax.Array:
-    """1 + the number of masked entries strictly greater (ties share the best rank)."""
-    k = values.shape[0]
-    key = jnp.where(mask, values, -jnp.inf)
-    ascending = jnp.sort(key)
-    return (k - jnp.searchsorted(ascending, key, side="right") + 1).astype(jnp.float32)
-
-
-def ordinal_rank(values: jax.Array, mask: jax.Array) -> jax.Array:
-    """1 + position in a stable descending sort of the masked entries: equal values get
-    consecutive ranks, the lower index first (`argsort(-scores)` in the release and jaxued)."""
-    k = values.shape[0]
-    order = jnp.argsort(jnp.where(mask, -values, jnp.inf), stable=True)
-    return jnp.zeros((k,), jnp.float32).at[order].set(jnp.arange(1, k + 1, dtype=jnp.float32))
-
-
-def _normalize(weights: jax.Array, mask: jax.Array) -> jax.Array:
-    """Weights over `mask` summing to 1; uniform over `mask` when they sum to 0, uniform
-    over everything when `mask` is empty."""
-    weights = jnp.where(mask, weights, 0.0)
-    total = weights.sum()
-    n = mask.sum()
-    uniform = jnp.where(n > 0, mask / jnp.maximum(n, 1), jnp.full_like(weights, 1.0 / weights.shape[0]))
-    return jnp.where(total > 0, weights / jnp.where(total > 0, total, 1.0), uniform)
-
-
-def transform_weights(values: jax.Array, mask: jax.Array, transform: str, temperature: float,
-                      eps: float = 0.05, top_k: int = 1, ties: str = "competition") -> jax.Array:
-    """A distribution over the masked entries from `values` (higher = more likely).
-
-    rank:       P ∝ (1 / rank)^(1/T)                (PLR eq. 1; `ties`: ordinal or competition ranks)
-    power:      P ∝ max(v, 0)^(1/T)                 (computed as (v / max v)^(1/T))
-    softmax:    P ∝ exp(v / T)
-    eps_greedy: (1 - eps) spread over the maxima, eps uniform over all masked entries
-    top_k:      uniform over the entries ranked <= top_k (ties at the boundary included)
-    """
-    values = jnp.asarray(values, jnp.float32)
-    inv_t = 1.0 / temperature
-    if transform == "rank":
-        rank = ordinal_rank(values, mask) if ties == "ordinal" else competition_rank(values, mask)
-        weights = rank ** -inv_t
-    elif transform == "power":
-        v = jnp.where(mask, jnp.maximum(values, 0.0), 0.0)
-        top = v.max()
-        weights = (v / jnp.where(top > 0, top, 1.0)) ** inv_t
-    elif transform == "softmax":
-        top = jnp.where(mask, values, -jnp.inf).max()
-        weights = jnp.exp((values - jnp.where(jnp.isfinite(top), top, 0.0)) * inv_t)
-    elif transform == "eps_greedy":
-        is_max = mask & (values == jnp.where(mask, values, -jnp.inf).max())
-        weights = (1 - eps) * _normalize(is_max.astype(jnp.float32), mask) + eps * _normalize(
-            jnp.zeros_like(values), mask)
-    elif transform == "top_k":
-        weights = (competition_rank(values, mask) <= top_k).astype(jnp.float32)
-    else:
-        raise ValueError(f"unknown score transform {transform!r}; choose from {', '.join(SCORE_TRANSFORMS)}")
-    return _normalize(weights, mask)
 
 
 def staleness(buffer: LevelBuffer) -> jax.Array:
