@@ -104,6 +104,9 @@ def test_new_levels_come_first_until_rho_and_dr_is_uniform():
     sampler = LevelSampler(SEEDS, 1, SamplerConfig(), rng_seed=0)   # rho 1: every level before any replay
     sampler.seen[:49] = True
     assert all(sampler.sample() == SEEDS[49] for _ in range(20))
+    tree = LevelSampler(SEEDS, 1, SamplerConfig(draw="tree"), rng_seed=0)
+    tree.seen[:48] = True
+    assert {tree.sample() for _ in range(40)} == {SEEDS[48], SEEDS[49]}
     assert [sampler.sample_sequential() for _ in range(3)] == list(SEEDS[:3])
     uniform = LevelSampler(SEEDS, 1, SamplerConfig(strategy="random"), rng_seed=0)
     counts = np.bincount([uniform.index[uniform.sample()] for _ in range(20000)], minlength=SEEDS.size)
@@ -128,3 +131,20 @@ def test_bad_settings_are_named():
         SamplerConfig(alpha=0)
     with pytest.raises(ValueError, match="distinct"):
         LevelSampler([1, 1, 2], 1, SamplerConfig())
+
+
+def test_tree_draws_follow_the_replay_distribution():
+    """The sum-tree path draws from the same P_replay as the reference's O(n) choice (chi-square)."""
+    from scipy.stats import chisquare
+    sampler = LevelSampler(SEEDS, 1, SamplerConfig(draw="tree", temperature=0.5, staleness_coef=0.3), rng_seed=2)
+    sampler.seen[:35], sampler.scores[:35] = True, np.linspace(0.1, 3.0, 35)
+    sampler.staleness[:] = np.arange(SEEDS.size)[::-1]
+    p = sampler.sample_weights()
+    counts = np.bincount([sampler._draw_tree() for _ in range(30000)], minlength=SEEDS.size)
+    assert counts[35:].sum() == 0
+    assert chisquare(counts[:35], 30000 * p[:35]).pvalue > 1e-4
+    sampler.sample()                       # a draw moves staleness; a score change rebuilds the tree
+    sampler._commit(40, 5.0)
+    p = sampler.sample_weights()
+    counts = np.bincount([sampler._draw_tree() for _ in range(30000)], minlength=SEEDS.size)
+    assert chisquare(counts[p > 0], 30000 * p[p > 0]).pvalue > 1e-4

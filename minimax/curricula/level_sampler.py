@@ -43,6 +43,7 @@ from typing import Literal
 
 import numpy as np
 
+from minimax.curricula.segment_tree import SumTree
 from minimax.curricula.weights import normalize, transform_weights
 from minimax.options import check
 
@@ -50,6 +51,8 @@ Strategy = Literal["random", "sequential", "value_l1", "gae", "positive_value_lo
                    "least_confidence", "min_margin", "one_step_td_error"]
 ReplaySchedule = Literal["proportionate", "fixed"]
 PartialEpisodes = Literal["flush", "carry"]
+Draw = Literal["auto", "choice", "tree"]
+TREE_FROM = 10_000  # levels from which `auto` draws with the sum trees (benchmarks/segment_tree.py)
 Transform = Literal["rank", "power", "softmax", "eps_greedy", "top_k"]
 SCORED = ("value_l1", "gae", "positive_value_loss", "policy_entropy", "least_confidence", "min_margin",
           "one_step_td_error")
@@ -86,6 +89,11 @@ class SamplerConfig:
     """An episode unfinished at a rollout's end: scored on its own after the update (flush, the reference) or
     carried into the next rollout and scored when it ends (carry)."""
 
+    draw: Draw = "auto"
+    """How a level is drawn: choice (P_replay recomputed per draw, O(n log n), the reference), tree (P_S and the
+    unseen levels in sum trees, rebuilt only when scores change: O(log n) plus O(n) for P_C), auto (tree from
+    10,000 levels)."""
+
     def __post_init__(self):
         check(self, self._rules)
 
@@ -119,6 +127,8 @@ class LevelSampler:
         self.partial_score = np.zeros(self.num_actors)
         self.partial_steps = np.zeros(self.num_actors, np.int64)
         self.rng = np.random.default_rng(rng_seed)
+        self.use_tree = cfg.draw == "tree" or (cfg.draw == "auto" and n >= TREE_FROM)
+        self._score_tree = self._unseen_tree = None   # built on demand, dropped when scores change
 
     # ------------------------------------------------------------------ the distribution
 
@@ -161,12 +171,32 @@ class LevelSampler:
         else:
             replay = seen >= cfg.rho and self.rng.random() < seen
         if replay or seen >= 1.0:
-            p = self.sample_weights()
-            total = p.sum()
-            p = p / total if total > 0 else np.full(n, 1.0 / n)
-            return self._drawn(int(self.rng.choice(n, p=p)))
+            return self._drawn(self._draw_tree() if self.use_tree else self._draw_choice())
+        if self.use_tree:
+            if self._unseen_tree is None:
+                self._unseen_tree = SumTree.from_weights((~self.seen).astype(float))
+            return self._drawn(int(self._unseen_tree.sample(self.rng, 1)[0]))
         unseen = np.flatnonzero(~self.seen)
         return self._drawn(int(unseen[self.rng.integers(unseen.size)]))
+
+    def _draw_choice(self) -> int:
+        p = self.sample_weights()
+        total = p.sum()
+        n = p.size
+        return int(self.rng.choice(n, p=p / total if total > 0 else np.full(n, 1.0 / n)))
+
+    def _draw_tree(self) -> int:
+        """A draw from `(1 - rho) P_S + rho P_C` as a draw of the component, then of a level in it: P_S
+        from a sum tree built once per score change, P_C by one pass over the staleness weights."""
+        cfg = self.cfg
+        if not self.seen.any():
+            return self._draw_choice()
+        if cfg.staleness_coef > 0 and self.rng.random() < cfg.staleness_coef:
+            w = self._masked(self.staleness, cfg.staleness_transform, cfg.staleness_temperature)
+            return int(min(np.searchsorted(np.cumsum(w), self.rng.random() * w.sum(), side="right"), w.size - 1))
+        if self._score_tree is None:
+            self._score_tree = SumTree.from_weights(self._masked(self.scores, cfg.score_transform, cfg.temperature))
+        return int(self._score_tree.sample(self.rng, 1)[0])
 
     def sample_sequential(self) -> int:
         """The levels in order, cycling (the reference's first level of every env, before any score)."""
@@ -177,6 +207,9 @@ class LevelSampler:
     # ------------------------------------------------------------------ scores
 
     def _commit(self, i: int, score: float):
+        if self._unseen_tree is not None and not self.seen[i]:
+            self._unseen_tree.update(i, 0.0)
+        self._score_tree = None
         self.seen[i] = True
         self.scores[i] = (1 - self.cfg.alpha) * self.scores[i] + self.cfg.alpha * score
 
@@ -241,6 +274,7 @@ class LevelSampler:
         for name in ("scores", "seen", "staleness", "partial_index", "partial_score", "partial_steps"):
             setattr(self, name, np.array(state[name], dtype=getattr(self, name).dtype))
         self.next_sequential = int(state["next_sequential"])
+        self._score_tree = self._unseen_tree = None
         self.rng.bit_generator.state = state["rng"]
 
     def stats(self) -> dict:
