@@ -1,0 +1,169 @@
+"""gymnasium environments as a `HostEnv`: N `gymnasium.make(env_id)` instances stepped in a Python loop.
+
+A level is a reset seed: level `s` is the episode that `env.reset(seed=s)` starts, which for
+environments whose only randomness is `np_random` (classic control, toy text, most Box2D) is a
+deterministic function of `s` and the actions, the same notion of level as a Procgen seed.
+
+Auto-reset is lazy by default. A finished slot gets a placeholder level drawn from the adapter's own
+numpy RNG, but the reset itself is deferred, because the PLR loop immediately replaces it through
+`set_levels` and a reset can cost as much as an episode's first steps (MuJoCo, Atari). If the loop
+does not replace it, the next `step` starts the placeholder episode and ignores that slot's action,
+returning its first obs with reward 0 and done False (gymnasium's NEXT_STEP autoreset mode). With
+`lazy_reset=False` the placeholder episode starts inside `step` instead and the done slot's obs row
+is its first obs, as with Procgen.
+
+Only Discrete action spaces (actions 0..n-1, shifted by the space's `start`) and array-shaped
+observation spaces (Box, Discrete, MultiDiscrete, MultiBinary) are supported; observations keep
+the space's dtype (float32 for CartPole).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from minimax.envs.host.contract import HostStep, as_int_array
+
+MAX_LEVEL = 2**63 - 1           # gymnasium seeds are non-negative Python ints
+_PLACEHOLDER_HIGH = 2**31 - 1   # placeholder levels: int32-range, like Procgen seeds
+
+
+def _import_gymnasium():
+    try:
+        import gymnasium
+    except ImportError as e:
+        raise ModuleNotFoundError(f"gymnasium is not importable ({e}); install it with: pip install gymnasium") from e
+    return gymnasium
+
+
+def _make(gymnasium, env_id: str, kwargs: dict):
+    """`gymnasium.make` with registry errors turned into one-line ValueErrors."""
+    try:
+        return gymnasium.make(env_id, **kwargs)
+    except gymnasium.error.Error as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(f"cannot make gymnasium env {env_id!r}: {first}") from None
+
+
+class GymnasiumHostEnv:
+    """`num_envs` gymnasium envs of one id as a `HostEnv` (see `contract.py` and the module docstring).
+
+    get_state/set_state are best effort: they `copy.deepcopy` the env objects (wrappers, `np_random`
+    and all), which is exact for pure-Python/numpy envs (classic control, toy text) and is picklable
+    when the envs are. Envs that hold native handles (MuJoCo, Box2D worlds, ALE, open render windows)
+    may fail to copy or may not restore their simulator bit for bit; such runs cannot resume exactly.
+    """
+
+    def __init__(self, env_id: str, num_envs: int, *, seed: int = 0, lazy_reset: bool = True,
+                 max_episode_steps: int | None = None, **make_kwargs):
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
+        gymnasium = _import_gymnasium()
+        if max_episode_steps is not None:
+            make_kwargs["max_episode_steps"] = int(max_episode_steps)
+        self._envs = [_make(gymnasium, env_id, make_kwargs) for _ in range(int(num_envs))]
+        env = self._envs[0]
+        if not isinstance(env.action_space, gymnasium.spaces.Discrete):
+            self.close()
+            message = f"gym-{env_id} has action space {env.action_space}; only Discrete action spaces are supported"
+            raise ValueError(message)  # noqa: TRY004 (a bad registry name, like the other config errors)
+        space = env.observation_space
+        if space.shape is None or not np.issubdtype(space.dtype, np.number):
+            self.close()
+            raise ValueError(f"gym-{env_id} has observation space {space}; only array-shaped numeric spaces "
+                             "(Box, Discrete, MultiDiscrete, MultiBinary) are supported")
+        limit = env.spec.max_episode_steps if env.spec is not None else None
+        if limit is None:
+            self.close()
+            raise ValueError(f"gym-{env_id} has no time limit in its spec; pass max_episode_steps=<int>")
+        self.name, self.env_id = f"gym-{env_id}", env_id
+        self.num_envs, self.num_actions = int(num_envs), int(env.action_space.n)
+        self.obs_shape, self.obs_dtype = tuple(space.shape), np.dtype(space.dtype)
+        self.max_episode_steps = int(limit)
+        self.lazy_reset = bool(lazy_reset)
+        self._action_start = int(env.action_space.start)
+        self._rng = np.random.default_rng(seed)
+        self._levels = np.zeros(self.num_envs, np.int64)
+        self._pending = np.zeros(self.num_envs, bool)     # placeholder chosen, reset not yet done
+        self._started = False
+
+    def _obs_buffer(self, n: int) -> np.ndarray:
+        return np.empty((n,) + self.obs_shape, self.obs_dtype)
+
+    def reset(self, levels) -> np.ndarray:
+        obs = self.set_levels(np.arange(self.num_envs), as_int_array("levels", levels, self.num_envs, 0, MAX_LEVEL))
+        self._started = True
+        return obs
+
+    def step(self, actions) -> HostStep:
+        if not self._started:
+            raise RuntimeError(f"{self.name}: call reset(levels) before step()")
+        actions = as_int_array("actions", actions, self.num_envs, 0, self.num_actions - 1) + self._action_start
+        obs, reward = self._obs_buffer(self.num_envs), np.zeros(self.num_envs, np.float32)
+        done, level = np.zeros(self.num_envs, bool), self._levels.copy()
+        for i, env in enumerate(self._envs):
+            if self._pending[i]:            # deferred placeholder: start it now, ignore the action
+                obs[i] = env.reset(seed=int(self._levels[i]))[0]
+                self._pending[i] = False
+                continue
+            o, r, terminated, truncated, _ = env.step(int(actions[i]))
+            reward[i], done[i], obs[i] = r, terminated or truncated, o
+            if done[i]:
+                self._levels[i] = self._rng.integers(_PLACEHOLDER_HIGH)
+                if self.lazy_reset:
+                    self._pending[i] = True
+                else:
+                    obs[i] = env.reset(seed=int(self._levels[i]))[0]
+        return HostStep(obs=obs, reward=reward, done=done, level=level)
+
+    def set_levels(self, env_ids, levels) -> np.ndarray:
+        ids = as_int_array("env_ids", env_ids, None, 0, self.num_envs - 1)
+        levels = as_int_array("levels", levels, ids.size, 0, MAX_LEVEL)
+        if np.unique(ids).size != ids.size:
+            raise ValueError(f"env_ids must be distinct, got {ids.tolist()}")
+        obs = self._obs_buffer(ids.size)
+        for k, (i, level) in enumerate(zip(ids.tolist(), levels.tolist())):
+            obs[k] = self._envs[i].reset(seed=level)[0]
+        self._levels[ids] = levels
+        self._pending[ids] = False
+        return obs
+
+    def current_levels(self) -> np.ndarray:
+        return self._levels.copy()
+
+    def get_state(self) -> dict:
+        return {"format": "minimax.gym_host/1", "name": self.name, "num_envs": self.num_envs,
+                "envs": copy.deepcopy(self._envs), "levels": self._levels.copy(), "pending": self._pending.copy(),
+                "started": self._started, "rng": copy.deepcopy(self._rng.bit_generator.state)}
+
+    def set_state(self, state: dict) -> None:
+        if state.get("format") != "minimax.gym_host/1" or (state.get("name"), state.get("num_envs")) != (
+                self.name, self.num_envs):
+            raise ValueError(f"state of {state.get('name')!r} x{state.get('num_envs')} does not fit "
+                             f"{self.name!r} x{self.num_envs}")
+        envs = copy.deepcopy(state["envs"])         # keep the snapshot reusable
+        self.close()
+        self._envs = envs
+        self._levels = np.asarray(state["levels"], np.int64).copy()
+        self._pending = np.asarray(state["pending"], bool).copy()
+        self._started = bool(state["started"])
+        self._rng.bit_generator.state = copy.deepcopy(state["rng"])
+
+    def render(self, env_id: int) -> np.ndarray:
+        (i,) = as_int_array("env_id", [env_id], 1, 0, self.num_envs - 1).tolist()
+        env = self._envs[i]
+        if env.render_mode != "rgb_array":
+            raise RuntimeError(f"{self.name} renders only when made with render_mode='rgb_array' "
+                               f"(got {env.render_mode!r})")
+        return np.asarray(env.render(), np.uint8)
+
+    def close(self) -> None:
+        for env in getattr(self, "_envs", ()):
+            env.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
