@@ -98,8 +98,25 @@ def parse_config(argv: list[str] | None = None) -> TrainConfig:
     return cfg
 
 
+def _host_env_run(argv: list[str]) -> bool:
+    """`--env procgen-<game>` / `gym-<id>` (or `--resume` of such a run): the host-environment loop."""
+    pre = argparse.ArgumentParser(add_help=False)
+    for name in ("env", "out-dir", "run-name"):
+        pre.add_argument(f"--{name}")
+    known, _ = pre.parse_known_args(argv)
+    if known.env is not None:
+        return known.env.startswith(("procgen-", "gym-"))
+    if known.run_name is not None:
+        from minimax.host_config import is_host_config  # noqa: PLC0415
+        return is_host_config(Path(known.out_dir or "runs") / known.run_name / "config.json")
+    return False
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if _host_env_run(argv):
+        from minimax.host_train import main as host_main  # noqa: PLC0415  (procgen loads only when asked for)
+        return host_main(argv)
     try:
         join_hosts(argv)
         cfg = parse_config(argv)

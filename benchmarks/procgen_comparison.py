@@ -1,0 +1,64 @@
+"""PLR against uniform levels on a Procgen game, seeds side by side: `python benchmarks/procgen_comparison.py`.
+
+Trains `--method plr` and `--method dr` (the PLR paper's uniform baseline) for each seed with the host
+loop (`train.py --env procgen-<game>`), then tabulates the final test (unseen levels) and training-level
+returns, normalised with the Procgen paper's constants, with 95% t-intervals over seeds. `--full` runs the
+PLR paper's protocol (25M steps, 64 envs x 256 steps, IMPALA [16, 32, 32] + 256, 200 levels): a GPU job;
+the default is a reduced CPU budget (see RESULTS.md for what it can and cannot show).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+REDUCED = ["--num-envs", "16", "--num-steps", "64", "--n-minibatches", "4", "--impala-channels", "8", "16", "16",
+           "--hidden", "64", "--num-train-levels", "50", "--eval-every", "10", "--eval-episodes", "10",
+           "--final-eval-episodes", "50"]
+
+
+def _ci(x):
+    x = np.asarray(x, float)
+    if x.size < 2:
+        return float(x.mean()), float("nan")
+    return float(x.mean()), float(stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--game", default="bigfish")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--env-steps", type=int, default=40_960)
+    ap.add_argument("--out-dir", default="runs/procgen_comparison")
+    ap.add_argument("--full", action="store_true", help="the PLR paper's protocol (25M steps; a GPU job)")
+    args = ap.parse_args(argv)
+    extra = [] if args.full else REDUCED + ["--num-env-steps", str(args.env_steps)]
+    finals = {}
+    for method in ("plr", "dr"):
+        for seed in args.seeds:
+            name = f"{args.game}+{method}-seed{seed}"
+            run_dir = Path(args.out_dir) / name
+            if not (run_dir / "metrics.jsonl").exists() or "final_test_return" not in (run_dir / "metrics.jsonl").read_text():
+                subprocess.run([sys.executable, "train.py", "--env", f"procgen-{args.game}", "--method", method,
+                                "--seed", str(seed), "--out-dir", args.out_dir, "--run-name", name, "--overwrite",
+                                "--no-progress", *extra], check=True)
+            last = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()][-1]
+            finals.setdefault(method, []).append(last)
+    print(f"| method | seeds | test return | train-level return | test normalised | train normalised | gap |")
+    print("|---|---|---|---|---|---|---|")
+    for method, rows in finals.items():
+        cells = [_ci([r[f"final_{k}"] for r in rows]) for k in
+                 ("test_return", "train_levels_return", "test_normalized", "train_levels_normalized",
+                  "generalization_gap")]
+        print(f"| {method} | {len(rows)} | " + " | ".join(f"{m:.2f} ± {h:.2f}" for m, h in cells) + " |")
+        print(f"|  per seed (test) | | " + ", ".join(f"{r['final_test_return']:.2f}" for r in rows) + " | | | | |")
+
+
+if __name__ == "__main__":
+    main()
