@@ -12,7 +12,8 @@ import pytest
 
 from minimax.evaluate import parse_args
 from minimax.presets import PRESETS
-from minimax.train_cli import parse_config
+from minimax.host_config import HostTrainConfig, parse_host_config
+from minimax.train_cli import _host_env_run, parse_config
 from release_configs import release_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,6 +47,12 @@ def test_a_documented_training_command_parses(where, argv, tmp_path, monkeypatch
     release = tmp_path / "path/to/minimax/src/minimax/config/configs/maze/plr.json"
     release.parent.mkdir(parents=True)
     release.write_text(json.dumps(release_config("plr")))
+    if _host_env_run(argv):  # --env procgen-<game>: the host-environment loop's own options
+        saved = HostTrainConfig(env="procgen-bigfish", method="plr", seed=0)
+        saved.run_dir.mkdir(parents=True)
+        saved.save(saved.run_dir / "config.json")
+        assert parse_host_config(argv).num_updates > 0, where
+        return
     cfg = parse_config(argv)
     assert cfg.num_updates > 0, where
 
