@@ -23,11 +23,10 @@ our canonical-state bookkeeping. Prints steps per second per mode and ours / cra
 from __future__ import annotations
 
 import argparse
-import platform
-import subprocess
 import time
 
 import jax
+from machine import cpu_model
 from craftax.craftax_classic.envs.craftax_symbolic_env import (
     CraftaxClassicSymbolicEnv, CraftaxClassicSymbolicEnvNoAutoReset,
 )
@@ -109,15 +108,6 @@ def measure(mode: str, num_envs: int, steps: int, repeats: int) -> tuple[float, 
         best_wall = min(best_wall, time.perf_counter() - w0)
         best_cpu = min(best_cpu, time.process_time() - c0)
     return num_envs * steps / best_wall, num_envs * steps / best_cpu, compile_s
-
-
-def cpu_model() -> str:
-    """The CPU's model name (lscpu), for the record beside the numbers."""
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        return next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name"))
-    except (OSError, subprocess.CalledProcessError, StopIteration):
-        return platform.processor() or platform.machine()
 
 
 def main():

@@ -20,23 +20,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 
 import numpy as np
+from machine import cpu_model
 
 from minimax.envs.host.procgen import LevelStarts, ProcgenHostEnv, import_procgen
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def time_raw(env, actions) -> float:

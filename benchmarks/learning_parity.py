@@ -66,13 +66,13 @@ import glob
 import json
 import math
 import os
-import platform
 import shlex
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from machine import cpu_model
 
 FIELDS = ("source", "update", "seed", "return_sum", "solved_sum", "episodes")
 METRIC_KEYS = ("episode_return_sum", "episode_solved_sum", "episodes")  # what a runner step reports
@@ -88,14 +88,7 @@ class ParityError(Exception):
 
 def cpu_name() -> str:
     """The CPU model and the number of logical CPUs this process may use."""
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    model = cpu_model()
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:

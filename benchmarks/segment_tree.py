@@ -17,19 +17,9 @@ import platform
 import time
 
 import numpy as np
+from machine import cpu_model
 
 from minimax.curricula.segment_tree import SumTree
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def per_call_us(fn, round_s: float, rounds: int = 5) -> float:

@@ -31,6 +31,7 @@ from minimax.build import env_params, env_spec, evaluated_params, level_generato
 from minimax.checkpoint import Checkpointer, CheckpointError
 from minimax.config import OPTIONS, ConfigError, TrainConfig
 from minimax.experiments import experiment_groups
+from minimax.host_config import is_host_config
 from minimax.envs.images import save_gif
 from minimax.envs.registry import UEDEnv, get_env
 from minimax.options import parse_assignments
@@ -60,6 +61,19 @@ class Policy:
         return "" if index is None else f"its protagonist: student {index} of {self.cfg.teacher.students_for(self.cfg.method)}"
 
 
+def _run_config(run_dir) -> TrainConfig:
+    """A run's saved config, or an `EvaluateError` naming the run (a host-environment run, whose
+    evaluations live in its own logs, says so rather than listing options this loader does not know)."""
+    path = Path(run_dir) / "config.json"
+    if is_host_config(path):
+        raise EvaluateError(f"{run_dir} is a host-environment run (Procgen, gymnasium), which evaluate.py does not "
+                            f"score yet: its test and training-level evaluations are in {Path(run_dir) / 'metrics.jsonl'}")
+    try:
+        return TrainConfig.load(path)
+    except ConfigError as e:
+        raise EvaluateError(f"{run_dir}: {e}") from None
+
+
 def load_policies(run_dir, step: int | None = None) -> list[Policy]:
     """The policies a run directory holds at checkpoint `step` (default: the latest)."""
     run_dir = Path(run_dir)
@@ -67,10 +81,7 @@ def load_policies(run_dir, step: int | None = None) -> list[Policy]:
         raise EvaluateError(f"no run directory {run_dir}")
     if not (run_dir / "config.json").exists():
         raise EvaluateError(f"{run_dir} is not a run directory (no config.json)")
-    try:
-        cfg = TrainConfig.load(run_dir / "config.json")
-    except ConfigError as e:
-        raise EvaluateError(f"{run_dir}: {e}") from None
+    cfg = _run_config(run_dir)
     checkpoints = Checkpointer(run_dir / "checkpoints")
     if not checkpoints.steps():
         raise EvaluateError(f"{run_dir} has no checkpoints")
@@ -101,10 +112,7 @@ def runs_env(runs) -> UEDEnv:
     for run in runs:
         path = Path(run) / "config.json"
         if path.is_file():
-            try:
-                envs.setdefault(TrainConfig.load(path).env.env_name, []).append(str(run))
-            except ConfigError as e:
-                raise EvaluateError(f"{run}: {e}") from None
+            envs.setdefault(_run_config(run).env.env_name, []).append(str(run))
     if len(envs) > 1:
         raise EvaluateError("the runs were trained on different environments: "
                             + "; ".join(f"--env {e}: {', '.join(r)}" for e, r in envs.items()))

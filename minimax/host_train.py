@@ -74,13 +74,13 @@ class HostRun:
 
     # ------------------------------------------------------------------ one update
     def _rollout(self, key):
-        """`num_steps` steps of every env: the arrays the update reads, the finished episodes' returns
-        and the seconds spent in the envs (stepping and forcing levels)."""
-        cfg, env, T, N = self.cfg, self.env, self.cfg.num_steps, self.cfg.num_envs
+        """`num_steps` steps of every env: the arrays the update reads, the finished episodes' returns,
+        the seconds spent in the envs (stepping and forcing levels) and in the sampler's draws."""
+        env, T, N = self.env, self.cfg.num_steps, self.cfg.num_envs
         obs_buf = np.empty((T, N) + tuple(self.obs.shape[1:]), self.obs.dtype)
         levels, dones = np.empty((T, N), np.int64), np.empty((T, N), bool)
         rewards = np.empty((T, N), np.float32)
-        out, finished, env_seconds = [], [], 0.0
+        out, finished, env_seconds, sampler_seconds = [], [], 0.0, 0.0
         for t in range(T):
             obs_buf[t] = self.obs
             action, log_prob, value, pterm = self.learner.act(self.train_state.params, jax.random.fold_in(key, t),
@@ -98,25 +98,28 @@ class HostRun:
             if ended.size:
                 finished.extend(self.open_returns[ended].tolist())
                 self.open_returns[ended] = 0.0
+                tick = time.perf_counter()
                 next_levels = np.array([self.sampler.sample() for _ in ended], np.int64)
+                sampler_seconds += time.perf_counter() - tick
                 obs = np.array(obs, copy=True)
                 tick = time.perf_counter()
                 obs[ended] = env.set_levels(ended, next_levels)
                 env_seconds += time.perf_counter() - tick
             self.obs = obs
         stacked = [np.stack([np.asarray(o[i]) for o in out]) for i in range(4)]
-        return obs_buf, levels, dones, rewards, stacked, finished, env_seconds
+        return obs_buf, levels, dones, rewards, stacked, finished, env_seconds, sampler_seconds
 
     def update(self) -> dict:
         """One rollout, its scores and one PPO update; returns the log row's values."""
         key, roll_key, ppo_key = jax.random.split(self.key, 3)
         start = time.perf_counter()
-        obs_buf, levels, dones, rewards, (actions, log_probs, values, pterms), finished, env_s = self._rollout(roll_key)
+        rollout = self._rollout(roll_key)
+        obs_buf, levels, dones, rewards, (actions, log_probs, values, pterms), finished, env_s, sampler_s = rollout
         advantages, targets, terms = self.learner.finish(self.train_state.params, self.obs, rewards, values, dones,
                                                          pterms)
         tick = time.perf_counter()
         self.sampler.update_with_rollout(levels, dones, np.asarray(terms))
-        sampler_s = time.perf_counter() - tick
+        sampler_s += time.perf_counter() - tick
         batch = self.learner.batch(obs_buf, actions, log_probs, values, advantages, targets)
         tick = time.perf_counter()
         self.train_state, metrics = self.learner.update(ppo_key, self.train_state, batch)

@@ -276,3 +276,14 @@ def test_bad_inputs_are_one_line_errors(run_dirs, capsys, args, message):
         evaluate_main([a.format(tmp=run_dirs) for a in args])
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and err.startswith("error: ") and err.count("\n") == 1 and message in err, err
+
+
+def test_a_host_environment_run_is_named_not_misread(tmp_path):
+    """evaluate.py on a Procgen run says what it is and where its evaluations are, in one line."""
+    from minimax.evaluate import EvaluateError, load_policies
+    from minimax.host_config import HostTrainConfig
+    run = tmp_path / "procgen-bigfish+plr-seed0"
+    run.mkdir()
+    HostTrainConfig().save(run / "config.json")
+    with pytest.raises(EvaluateError, match="host-environment run.*metrics.jsonl"):
+        load_policies(run)
