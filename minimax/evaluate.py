@@ -66,8 +66,8 @@ def _run_config(run_dir) -> TrainConfig:
     evaluations live in its own logs, says so rather than listing options this loader does not know)."""
     path = Path(run_dir) / "config.json"
     if is_host_config(path):
-        raise EvaluateError(f"{run_dir} is a host-environment run (Procgen, gymnasium), which evaluate.py does not "
-                            f"score yet: its test and training-level evaluations are in {Path(run_dir) / 'metrics.jsonl'}")
+        raise EvaluateError(f"{run_dir} is a host-environment run (Procgen, gymnasium): evaluate it apart from "
+                            "JAX-environment runs")
     try:
         return TrainConfig.load(path)
     except ConfigError as e:
@@ -357,6 +357,14 @@ def parse_args(argv) -> EvaluateConfig:
 
 
 def evaluate(args: EvaluateConfig) -> dict:
+    if all(is_host_config(Path(run) / "config.json") for run in args.runs):
+        from minimax.host_evaluate import evaluate_host_runs  # noqa: PLC0415
+        out_dir = Path(args.out) if args.out else fresh_out_dir(args.runs)
+        check_writable(out_dir)
+        try:
+            return evaluate_host_runs(args, out_dir)
+        except ConfigError as e:
+            raise EvaluateError(str(e)) from None
     spec = runs_env(args.runs)
     if args.gif and spec.render_episode is None:
         raise EvaluateError(f"--gif: --env {spec.name} does not render episodes")

@@ -15,19 +15,23 @@ import numpy as np
 MAX_SEED = 2**31 - 1
 
 
-def test_levels(rng: np.random.Generator, n: int, exclude: range) -> np.ndarray:
-    """`n` distinct level seeds from `[0, 2^31)`, none in `exclude` (the training levels)."""
+def test_levels(rng: np.random.Generator, n: int, exclude: range | list[range]) -> np.ndarray:
+    """`n` distinct level seeds from `[0, 2^31)`, none in `exclude` (the training levels: a range, or
+    a list of ranges for several runs)."""
+    ranges = [exclude] if isinstance(exclude, range) else list(exclude)
     out = np.empty(0, np.int64)
     while out.size < n:
         draw = rng.integers(0, MAX_SEED, size=2 * (n - out.size), dtype=np.int64)
-        draw = draw[(draw < exclude.start) | (draw >= exclude.stop)]
+        for r in ranges:
+            draw = draw[(draw < r.start) | (draw >= r.stop)]
         out = np.unique(np.concatenate([out, draw]))
     return rng.permutation(out)[:n]
 
 
-def evaluate_levels(learner, params, env, levels, key) -> np.ndarray:
+def evaluate_levels(learner, params, env, levels, key, greedy: bool = False) -> np.ndarray:
     """float64[len(levels)]: the return of one episode on each level, the envs of `env` taking the
-    levels in order as they become free (the episodes of envs with nothing left to play are ignored)."""
+    levels in order as they become free (the episodes of envs with nothing left to play are ignored).
+    Actions are sampled from the policy, or its most likely ones with `greedy`."""
     levels = np.asarray(levels, np.int64)
     n, slots = levels.size, env.num_envs
     returns = np.zeros(n)
@@ -38,7 +42,7 @@ def evaluate_levels(learner, params, env, levels, key) -> np.ndarray:
     next_level, done_count, t = first, 0, 0
     open_returns = np.zeros(slots)
     while done_count < n:
-        action = learner.act(params, jax.random.fold_in(key, t), obs)[0]
+        action = learner.policy_action(params, jax.random.fold_in(key, t), obs, greedy)
         step = env.step(np.asarray(action))
         open_returns += step.reward
         obs = step.obs

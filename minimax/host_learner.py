@@ -59,6 +59,7 @@ class HostLearner:
     def __init__(self, model, ppo: PPOConfig, strategy: str):
         self.model, self.ppo, self.strategy = model, ppo, strategy
         self.act = jax.jit(self._act)
+        self._greedy = jax.jit(lambda params, obs: jnp.argmax(self._forward(params, obs)[0].logits[0], axis=-1))
         self.finish = jax.jit(self._finish)
         self._gradient_step = jax.jit(self._step)
         self._permutations = jax.jit(lambda key, n: jax.vmap(lambda k: jax.random.permutation(k, n))(
@@ -81,6 +82,10 @@ class HostLearner:
         policy, value = self._forward(params, obs)
         action = policy.sample(key)[0]
         return action, policy.log_prob(action[None])[0], value, policy_term(self.strategy, policy.logits[0])
+
+    def policy_action(self, params, key, obs, greedy: bool = False):
+        """Actions for one step of N envs: sampled (as `act`), or the most likely ones with `greedy`."""
+        return self._greedy(params, obs) if greedy else self.act(params, key, obs)[0]
 
     def _finish(self, params, last_obs, rewards, values, dones, policy_terms):
         """GAE, targets and score terms of a `[T, N]` rollout (rewards already normalised)."""
