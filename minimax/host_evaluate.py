@@ -30,6 +30,7 @@ import numpy as np
 
 from minimax.checkpoint import Checkpointer
 from minimax.envs.host import make_host_env
+from minimax.experiments import BOOKKEEPING_OPTIONS
 from minimax.host_config import HostTrainConfig
 from minimax.host_eval import evaluate_levels, test_levels
 from minimax.host_learner import HostLearner
@@ -37,9 +38,7 @@ from minimax.models.impala import ImpalaActorCritic
 from minimax.options import ConfigError
 from minimax.stats import mean_ci
 
-HOST_BOOKKEEPING = frozenset({"seed", "run_name", "out_dir", "resume", "overwrite", "progress", "log_every",
-                              "eval_every", "eval_episodes", "final_eval_episodes", "checkpoint_every",
-                              "num_env_steps"})
+HOST_BOOKKEEPING = BOOKKEEPING_OPTIONS | {"log_every", "eval_episodes"}
 """Options of a host run that do not change what it trains (runs differing only in these are one experiment)."""
 
 METRICS = ("test_return", "train_levels_return", "generalization_gap", "test_normalized",

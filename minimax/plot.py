@@ -41,6 +41,9 @@ SUITE_KEYS = ("eval/mean_solved_rate", "eval/mean_return")
 TRAIN_KEYS = ("train/return", "train/solved_rate")
 BUFFER_KEYS = ("buffer/weighted_score", "buffer/mean_score", "buffer/fill_ratio",
                "buffer/mean_staleness", "replay_fraction")
+HOST_KEYS = ("test_return", "train_levels_return", "generalization_gap", "test_normalized", "train_return",
+             "sampler/mean_score", "sampler/seen_fraction")
+"""A host-environment run's panels (`host_train.py`): unseen test levels, training levels, their gap."""
 _MAZE_STATS = ("solved_rate", "return")
 _UNIT_RANGE = ("solved_rate", "fill_ratio", "replay_fraction")
 
@@ -199,7 +202,7 @@ def panel_keys(runs: list[Run], metrics=None, x: str = "env_steps") -> list[str]
             if c.startswith("eval/") and prefix != "eval" and stat in _MAZE_STATS:
                 mazes[prefix] = None
         wanted = [f"{m}/{s}" for m in mazes for s in _MAZE_STATS]
-        wanted += [*SUITE_KEYS, *TRAIN_KEYS]
+        wanted += [*SUITE_KEYS, *TRAIN_KEYS, *HOST_KEYS]
         if any(c.startswith("buffer/") for c in columns):
             wanted += list(BUFFER_KEYS)
     return [k for k in wanted if k in columns and _has_data(runs, k, x)]

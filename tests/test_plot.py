@@ -143,3 +143,20 @@ def test_errors_exit_2_one_line(tmp_path, capsys, case):
     err = capsys.readouterr().err
     assert err.startswith("error: ") and needle in err and err.count("\n") == 1
     assert not (tmp_path / "x.png").exists()
+
+
+def test_host_runs_plot_test_and_training_level_returns(tmp_path):
+    """A host-environment run (Procgen) logs test/training-level returns, not maze evaluations: they are
+    its panels, and runs of different lengths (`num_env_steps`) are one experiment."""
+    def host_row(u, offset):
+        return {"update": u, "env_steps": u * 1024, "train_return": u + offset, "sampler/mean_score": 0.1,
+                "test_return": (u + offset) if u % 2 == 0 else None, "train_levels_return": 2.0 * u,
+                "generalization_gap": u - offset, "test_normalized": 0.1 * u}
+    runs = [load_run(write_run(tmp_path, f"plr{s}", [host_row(u, s) for u in range(1, 5)], method="plr", seed=s,
+                               kind="host", env="procgen-bigfish", num_env_steps=4096 * (s + 1))) for s in (0, 1)]
+    assert panel_keys(runs) == ["test_return", "train_levels_return", "generalization_gap", "test_normalized",
+                                "train_return", "sampler/mean_score"]
+    (group,) = group_runs(runs)
+    x, _, mean = group_series(group, "test_return")
+    np.testing.assert_allclose(x, [2048, 4096])
+    np.testing.assert_allclose(mean, [2.5, 4.5])
