@@ -9,6 +9,11 @@ Adam 5e-4 (eps 1e-5), gamma 0.999, lambda 0.95, entropy 0.01, value 0.5, clip 0.
 value), grad norm 0.5, return normalisation (running, gamma 0.99, clip 10), 25M env steps,
 200 training levels in easy mode. `--method plr` is PLR (value_l1, rank, beta 0.1, staleness 0.1);
 `--method dr` is the paper's uniform baseline (each episode a uniform training level).
+`--method robust_plr` is robust PLR (PLR⊥, Jiang et al. 2021b, as facebookresearch/dcd runs it): one
+replay decision per rollout, every env forced onto a replayed level or onto a new one for the whole
+rollout (an episode that ends restarts the same level), and a PPO update only after replay rollouts;
+new-level rollouts only score their levels. Its rollouts without an update still count towards
+`--num-env-steps` (env steps played, as the reference counts them), so it makes fewer updates.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from minimax.agents.ppo import PPOConfig
 from minimax.curricula.level_sampler import SamplerConfig
 from minimax.options import ConfigError, check
 
-HostMethod = Literal["dr", "plr"]
+HostMethod = Literal["dr", "plr", "robust_plr"]
 
 PROCGEN_PPO = PPOConfig(lr=5e-4, adam_eps=1e-5, gamma=0.999, gae_lambda=0.95, n_epochs=3, n_minibatches=8,
                         clip_eps=0.2, clip_value=True, entropy_coef=0.01, value_coef=0.5, max_grad_norm=0.5)
@@ -40,7 +45,8 @@ class HostTrainConfig:
     env: str = "procgen-bigfish"
     """procgen-<game> (the 16 Procgen games) or gym-<gymnasium id> (levels are reset seeds)."""
     method: HostMethod = "plr"
-    """plr (the level sampler with --strategy) or dr (each episode a uniform training level: the paper's baseline)."""
+    """plr (the level sampler with --strategy), dr (each episode a uniform training level: the paper's baseline) or
+    robust_plr (one replay decision per rollout, updates only after replays)."""
     distribution_mode: str = "easy"
     """Procgen's distribution mode (easy, hard, ...)."""
     num_train_levels: int = 200
@@ -114,6 +120,11 @@ class HostTrainConfig:
         if (self.num_envs * self.num_steps) % self.ppo.n_minibatches:
             c.add(f"--n-minibatches {self.ppo.n_minibatches} must divide --num-envs x --num-steps "
                   f"({self.num_envs * self.num_steps})")
+        if self.method == "robust_plr" and not self.sampler.scored:
+            c.add(f"--method robust_plr needs a scoring --strategy (value_l1, gae, ...), got {self.sampler.strategy!r}")
+        if self.method == "robust_plr" and self.sampler.partial_episodes != "flush":
+            c.add("--method robust_plr restarts every env at each rollout, so an episode never continues into the "
+                  "next one: --partial-episodes must be flush")
         if self.resume and self.overwrite:
             c.add("--resume continues the run and --overwrite deletes it to start afresh: give one of them")
 
@@ -138,7 +149,7 @@ class HostTrainConfig:
     @property
     def sampler_config(self) -> SamplerConfig:
         """The sampler the method runs: the configured one for plr, uniform over the training levels for dr."""
-        return self.sampler if self.method == "plr" else dataclasses.replace(self.sampler, strategy="random")
+        return self.sampler if self.method != "dr" else dataclasses.replace(self.sampler, strategy="random")
 
     # ------------------------------------------------------------------ files
     def to_dict(self) -> dict:

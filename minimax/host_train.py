@@ -7,6 +7,9 @@ One update, top to bottom (`HostRun.update`):
 2. One jitted call: GAE, PPO targets and the sampler's per-step score terms.
 3. The sampler scores the rollout's episodes (`update_with_rollout`).
 4. One jitted PPO update; then the sampler's `after_update` (the reference's order).
+Robust PLR (`--method robust_plr`) starts each rollout with one replay decision and forces every env
+onto a replayed (or a new) level, restarts an ended episode on the same level, and skips step 4's
+update after a rollout of new levels (`gradient_updates` counts the updates; `update` counts rollouts).
 Then logs, periodic evaluation on unseen test levels and on training levels, checkpoints.
 
 A checkpoint holds the train state (Orbax) and, beside it, everything on the host the next update
@@ -38,7 +41,7 @@ from minimax.options import ConfigError
 from minimax.progress import Progress
 from minimax.run_logs import RunLogger
 
-COLUMNS = ["update", "env_steps", "seconds", "sps", "train_return", "episodes", "policy_loss", "value_loss",
+COLUMNS = ["update", "env_steps", "gradient_updates", "trained", "seconds", "sps", "train_return", "episodes", "policy_loss", "value_loss",
            "entropy", "approx_kl", "explained_variance", "sampler/seen_fraction", "sampler/replay_entropy",
            "sampler/mean_score", "sampler/max_score", "test_return", "train_levels_return", "generalization_gap",
            "test_normalized", "train_levels_normalized", "env_fraction", "update_fraction", "sampler_seconds", "final_test_return",
@@ -70,9 +73,25 @@ class HostRun:
         self.open_returns = np.zeros(cfg.num_envs)
         self.recent = deque(maxlen=100)   # returns of the last 100 finished training episodes
         self.update_count = 0
-        self.host_seconds = 0.0
+        self.gradient_updates = 0
+        self.robust = cfg.method == "robust_plr"
 
     # ------------------------------------------------------------------ one update
+    def _start_robust_rollout(self) -> bool:
+        """Robust PLR: one replay decision, every env forced onto a level drawn by it; whether it replays."""
+        replay = self.sampler.replay_decision()
+        draw = self.sampler.sample_replay if replay else self.sampler.sample_new
+        levels = np.array([draw() for _ in range(self.cfg.num_envs)], np.int64)
+        self.obs = self.env.set_levels(np.arange(self.cfg.num_envs), levels)
+        self.open_returns[:] = 0.0  # the cut episodes are not finished ones
+        if self.normalizer is not None:
+            self.normalizer.reset()
+        return replay
+
+    def _next_levels(self, ended, played):
+        """The levels of the envs whose episode ended: the sampler's, or (robust PLR) the same again."""
+        return played[ended] if self.robust else np.array([self.sampler.sample() for _ in ended], np.int64)
+
     def _rollout(self, key):
         """`num_steps` steps of every env: the arrays the update reads, the finished episodes' returns,
         the seconds spent in the envs (stepping and forcing levels) and in the sampler's draws."""
@@ -99,7 +118,7 @@ class HostRun:
                 finished.extend(self.open_returns[ended].tolist())
                 self.open_returns[ended] = 0.0
                 tick = time.perf_counter()
-                next_levels = np.array([self.sampler.sample() for _ in ended], np.int64)
+                next_levels = self._next_levels(ended, step.level)
                 sampler_seconds += time.perf_counter() - tick
                 obs = np.array(obs, copy=True)
                 tick = time.perf_counter()
@@ -113,6 +132,7 @@ class HostRun:
         """One rollout, its scores and one PPO update; returns the log row's values."""
         key, roll_key, ppo_key = jax.random.split(self.key, 3)
         start = time.perf_counter()
+        trains = self._start_robust_rollout() if self.robust else True
         rollout = self._rollout(roll_key)
         obs_buf, levels, dones, rewards, (actions, log_probs, values, pterms), finished, env_s, sampler_s = rollout
         advantages, targets, terms = self.learner.finish(self.train_state.params, self.obs, rewards, values, dones,
@@ -122,8 +142,11 @@ class HostRun:
         sampler_s += time.perf_counter() - tick
         batch = self.learner.batch(obs_buf, actions, log_probs, values, advantages, targets)
         tick = time.perf_counter()
-        self.train_state, metrics = self.learner.update(ppo_key, self.train_state, batch)
-        metrics = jax.device_get(metrics)
+        metrics = {}
+        if trains:
+            self.train_state, metrics = self.learner.update(ppo_key, self.train_state, batch)
+            metrics = jax.device_get(metrics)
+            self.gradient_updates += 1
         update_s = time.perf_counter() - tick
         tick = time.perf_counter()
         self.sampler.after_update()
@@ -133,7 +156,8 @@ class HostRun:
         seconds = time.perf_counter() - start
         row = {k: float(v) for k, v in metrics.items()}
         row.update(self.sampler.stats())
-        row.update(episodes=len(finished), seconds=seconds, sps=self.cfg.num_envs * self.cfg.num_steps / seconds,
+        row.update(episodes=len(finished), gradient_updates=self.gradient_updates, trained=float(trains),
+                   seconds=seconds, sps=self.cfg.num_envs * self.cfg.num_steps / seconds,
                    train_return=float(np.mean(self.recent)) if self.recent else None,
                    env_fraction=env_s / seconds, update_fraction=update_s / seconds, sampler_seconds=sampler_s)
         return row
@@ -143,6 +167,7 @@ class HostRun:
         return {"env": self.env.get_state(), "sampler": self.sampler.state_dict(), "obs": self.obs,
                 "normalizer": None if self.normalizer is None else self.normalizer.state_dict(),
                 "open_returns": self.open_returns, "recent": list(self.recent), "update": self.update_count,
+                "gradient_updates": self.gradient_updates,
                 "key": np.asarray(jax.random.key_data(self.key))}
 
     def load_host_state(self, state: dict):
@@ -153,6 +178,7 @@ class HostRun:
         self.obs, self.open_returns = np.asarray(state["obs"]), np.asarray(state["open_returns"])
         self.recent = deque(state["recent"], maxlen=100)
         self.update_count = int(state["update"])
+        self.gradient_updates = int(state.get("gradient_updates", self.update_count))
         self.key = jax.random.wrap_key_data(np.asarray(state["key"]))
 
     def close(self):

@@ -17,7 +17,7 @@ except ModuleNotFoundError as e:  # CI installs procgen (.ci/run); elsewhere the
 from minimax.agents.ppo import ppo_update  # noqa: E402
 from minimax.host_config import PROCGEN_PPO, HostTrainConfig  # noqa: E402
 from minimax.host_learner import HostLearner  # noqa: E402
-from minimax.host_train import train  # noqa: E402
+from minimax.host_train import HostRun, train  # noqa: E402
 from minimax.models.impala import ImpalaActorCritic  # noqa: E402
 from minimax.train_cli import main as train_main  # noqa: E402
 
@@ -73,6 +73,8 @@ def test_host_update_is_the_ppo_update():
     (["--env", "procgen-coinrun", "--distribution-mode", "extra-hard"], "extra-hard"),
     (["--env", "procgen-coinrun", "--num-envs", "3", "--num-steps", "3"], "--n-minibatches"),
     (["--env", "procgen-coinrun", "--resume", "--run-name", "nothing-here"], "no run to resume"),
+    (["--env", "procgen-coinrun", "--method", "robust_plr", "--strategy", "random"], "needs a scoring --strategy"),
+    (["--env", "procgen-coinrun", "--method", "robust_plr", "--partial-episodes", "carry"], "must be flush"),
 ])
 def test_bad_input_is_one_line(argv, message, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
@@ -80,3 +82,40 @@ def test_bad_input_is_one_line(argv, message, tmp_path, capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1, err
+
+
+def test_robust_plr_trains_only_after_replays_and_resumes_exactly(tmp_path):
+    """Robust PLR: rollouts of new levels score them without an update, replays train; each env plays one
+    level for a whole rollout; a cut run resumes to the same state as a straight one."""
+    robust = {**TINY, "method": "robust_plr", "num_env_steps": 6 * 32}
+    rows, host = _final(train(HostTrainConfig(**robust, out_dir=str(tmp_path), run_name="straight")))
+    trained = [r["trained"] for r in rows]
+    assert trained[0] == 0.0 and 1.0 in trained  # no level seen yet: the first rollout plays new levels
+    assert [r["gradient_updates"] for r in rows] == np.cumsum(trained).tolist()
+    assert all((r.get("policy_loss") is None) == (r["trained"] == 0.0) for r in rows)
+    assert host["gradient_updates"] == sum(trained)
+    cut = HostTrainConfig(**{**robust, "num_env_steps": 3 * 32}, out_dir=str(tmp_path), run_name="cut")
+    train(cut)
+    rows_b, host_b = _final(train(dataclasses.replace(cut, num_env_steps=6 * 32, resume=True)))
+    assert [r["trained"] for r in rows_b] == trained
+    np.testing.assert_allclose(host_b["sampler"]["scores"], host["sampler"]["scores"], rtol=1e-5, atol=1e-7)
+    assert rows_b[-1]["value_loss"] == pytest.approx(rows[-1]["value_loss"], rel=1e-5, abs=1e-7)
+
+    run = HostRun(HostTrainConfig(**robust, out_dir=str(tmp_path), run_name="probe"))
+    real_step, calls = run.env.step, []
+
+    def step_ending_every_third(actions):  # episodes end often enough to see what follows them
+        out = real_step(actions)
+        calls.append(1)
+        return dataclasses.replace(out, done=np.full_like(out.done, len(calls) % 3 == 0))
+
+    run.env.step = step_ending_every_third
+    try:
+        for _ in range(3):
+            run._start_robust_rollout()
+            _, levels, dones = run._rollout(jax.random.key(0))[:3]
+            assert dones.any()
+            assert (levels == levels[0]).all()  # ended episodes restart the same level
+            assert set(levels[0].tolist()) <= set(range(6))
+    finally:
+        run.close()

@@ -165,13 +165,27 @@ class LevelSampler:
             return int(self.seeds[self.rng.integers(n)])
         if cfg.strategy == "sequential":
             return self.sample_sequential()
-        seen = self.seen_fraction
+        return self.sample_replay() if self.replay_decision() else self.sample_new()
+
+    def replay_decision(self) -> bool:
+        """Whether the next level is a replay, by the replay schedule (the reference's
+        `sample_replay_decision`); always once every level is seen. Robust PLR takes it once per rollout."""
+        cfg, seen = self.cfg, self.seen_fraction
         if cfg.replay_schedule == "fixed":
             replay = seen >= cfg.rho and (self.rng.random() > cfg.nu or seen >= 1.0)
         else:
             replay = seen >= cfg.rho and self.rng.random() < seen
-        if replay or seen >= 1.0:
-            return self._drawn(self._draw_tree() if self.use_tree else self._draw_choice())
+        return bool(replay or seen >= 1.0)
+
+    def sample_replay(self) -> int:
+        """A level drawn from `P_replay` (the reference's `_sample_replay_level`)."""
+        return self._drawn(self._draw_tree() if self.use_tree else self._draw_choice())
+
+    def sample_new(self) -> int:
+        """A level uniform over the unseen ones (the reference's `_sample_unseen_level`); a replay once
+        every level is seen."""
+        if self.seen.all():
+            return self.sample_replay()
         if self.use_tree:
             if self._unseen_tree is None:
                 self._unseen_tree = SumTree.from_weights((~self.seen).astype(float))
