@@ -66,8 +66,7 @@ def _run_config(run_dir) -> TrainConfig:
     evaluations live in its own logs, says so rather than listing options this loader does not know)."""
     path = Path(run_dir) / "config.json"
     if is_host_config(path):
-        raise EvaluateError(f"{run_dir} is a host-environment run (Procgen, gymnasium): evaluate it apart from "
-                            "JAX-environment runs")
+        raise EvaluateError(f"{run_dir} is a host-environment run (Procgen, gym): evaluate it apart from JAX-env runs")
     try:
         return TrainConfig.load(path)
     except ConfigError as e:
@@ -361,10 +360,7 @@ def evaluate(args: EvaluateConfig) -> dict:
         from minimax.host_evaluate import evaluate_host_runs  # noqa: PLC0415
         out_dir = Path(args.out) if args.out else fresh_out_dir(args.runs)
         check_writable(out_dir)
-        try:
-            return evaluate_host_runs(args, out_dir)
-        except ConfigError as e:
-            raise EvaluateError(str(e)) from None
+        return evaluate_host_runs(args, out_dir)
     spec = runs_env(args.runs)
     if args.gif and spec.render_episode is None:
         raise EvaluateError(f"--gif: --env {spec.name} does not render episodes")
@@ -402,7 +398,7 @@ def evaluate(args: EvaluateConfig) -> dict:
 def main(argv: list[str] | None = None) -> None:
     try:
         evaluate(parse_args(sys.argv[1:] if argv is None else argv))
-    except (EvaluateError, CheckpointError) as e:
+    except (EvaluateError, CheckpointError, ConfigError) as e:  # ConfigError: a host run's bad input
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
 

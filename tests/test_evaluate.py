@@ -279,11 +279,12 @@ def test_bad_inputs_are_one_line_errors(run_dirs, capsys, args, message):
 
 
 def test_a_host_environment_run_is_named_not_misread(tmp_path):
-    """evaluate.py on a Procgen run says what it is and where its evaluations are, in one line."""
+    """The JAX-environment loader on a Procgen run says what it is, in one line (evaluate.py scores host
+    runs on their own: tests/test_host_evaluate.py)."""
     from minimax.evaluate import EvaluateError, load_policies
     from minimax.host_config import HostTrainConfig
     run = tmp_path / "procgen-bigfish+plr-seed0"
     run.mkdir()
     HostTrainConfig().save(run / "config.json")
-    with pytest.raises(EvaluateError, match="host-environment run.*metrics.jsonl"):
+    with pytest.raises(EvaluateError, match="host-environment run.*apart from JAX-env runs"):
         load_policies(run)

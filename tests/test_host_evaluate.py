@@ -92,4 +92,4 @@ def test_host_and_jax_runs_are_not_mixed(runs, tmp_path, capsys):
     (jax_run / "config.json").write_text("{}")
     with pytest.raises(SystemExit):
         evaluate_main([str(runs[0]), str(jax_run), "--out", str(tmp_path / "x")])
-    assert "evaluate it apart from JAX-environment runs" in capsys.readouterr().err
+    assert "evaluate it apart from JAX-env runs" in capsys.readouterr().err
