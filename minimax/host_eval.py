@@ -59,3 +59,16 @@ def evaluate_levels(learner, params, env, levels, key, greedy: bool = False) -> 
             obs[ended] = env.set_levels(ended, levels[np.maximum(playing[ended], 0)])
         t += 1
     return returns
+
+
+def return_summary(env_name: str, distribution_mode: str, test: np.ndarray, train: np.ndarray) -> dict:
+    """The PLR paper's numbers from returns on test and training levels: their means, the generalisation
+    gap (train - test) and, for Procgen, the means of the normalised returns."""
+    row = {"test_return": float(test.mean()), "train_levels_return": float(train.mean()),
+           "generalization_gap": float(train.mean() - test.mean())}
+    if env_name.startswith("procgen-"):
+        from minimax.envs.host.procgen_scores import normalized_return  # noqa: PLC0415
+        game = env_name.removeprefix("procgen-")
+        row["test_normalized"] = float(normalized_return(game, test, distribution_mode).mean())
+        row["train_levels_normalized"] = float(normalized_return(game, train, distribution_mode).mean())
+    return row

@@ -32,7 +32,7 @@ from minimax.checkpoint import Checkpointer
 from minimax.envs.host import make_host_env
 from minimax.experiments import BOOKKEEPING_OPTIONS
 from minimax.host_config import HostTrainConfig
-from minimax.host_eval import evaluate_levels, test_levels
+from minimax.host_eval import evaluate_levels, return_summary, test_levels
 from minimax.host_learner import HostLearner
 from minimax.models.impala import ImpalaActorCritic
 from minimax.options import ConfigError
@@ -96,13 +96,7 @@ def score_policy(policy: HostPolicy, tests: np.ndarray, args) -> dict:
         test = evaluate_levels(policy.learner, policy.params, env, tests, key, greedy=args.greedy)
         train = evaluate_levels(policy.learner, policy.params, env, trains, jax.random.fold_in(key, 1),
                                 greedy=args.greedy)
-    row = {"test_return": float(test.mean()), "train_levels_return": float(train.mean()),
-           "generalization_gap": float(train.mean() - test.mean())}
-    if cfg.env.startswith("procgen-"):
-        from minimax.envs.host.procgen_scores import normalized_return  # noqa: PLC0415
-        game = cfg.env.removeprefix("procgen-")
-        row["test_normalized"] = float(normalized_return(game, test, cfg.distribution_mode).mean())
-        row["train_levels_normalized"] = float(normalized_return(game, train, cfg.distribution_mode).mean())
+    row = return_summary(cfg.env, cfg.distribution_mode, test, train)
     return {"run": policy.run, "seed": cfg.seed, "checkpoint": policy.step, "env": cfg.env, "method": cfg.method,
             **row, "test_returns": test.tolist(), "train_levels": trains.tolist(),
             "train_levels_returns": train.tolist()}

@@ -34,7 +34,7 @@ from minimax.curricula.level_sampler import LevelSampler
 from minimax.curricula.return_normalizer import ReturnNormalizer
 from minimax.envs.host import make_host_env
 from minimax.host_config import HostTrainConfig, parse_host_config
-from minimax.host_eval import evaluate_levels, test_levels
+from minimax.host_eval import evaluate_levels, return_summary, test_levels
 from minimax.host_learner import HostLearner
 from minimax.models.impala import ImpalaActorCritic
 from minimax.options import ConfigError
@@ -226,14 +226,7 @@ def _evaluate(run: HostRun, eval_env, episodes: int, update: int) -> dict:
     key = jax.random.fold_in(jax.random.key(cfg.seed + 1), update)
     test = evaluate_levels(run.learner, run.train_state.params, eval_env, tests, key)
     train = evaluate_levels(run.learner, run.train_state.params, eval_env, trains, jax.random.fold_in(key, 1))
-    row = {"test_return": float(test.mean()), "train_levels_return": float(train.mean()),
-           "generalization_gap": float(train.mean() - test.mean())}
-    game = cfg.env.removeprefix("procgen-")
-    if cfg.env.startswith("procgen-"):
-        from minimax.envs.host.procgen_scores import normalized_return  # noqa: PLC0415
-        row["test_normalized"] = float(normalized_return(game, test, cfg.distribution_mode).mean())
-        row["train_levels_normalized"] = float(normalized_return(game, train, cfg.distribution_mode).mean())
-    return row
+    return return_summary(cfg.env, cfg.distribution_mode, test, train)
 
 
 def _prepare_run_dir(cfg: HostTrainConfig) -> None:
