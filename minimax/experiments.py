@@ -10,7 +10,7 @@ BOOKKEEPING_OPTIONS = frozenset({
     "seed", "seeds", "num_seeds", "run_name", "out_dir", "resume", "overwrite", "num_updates",
     "progress", "wandb", "wandb_project", "keep_checkpoints", "checkpoint_every", "eval_every",
     "preset", "devices", "buffer_png", "coordinator_address", "num_processes", "process_id",
-    "num_env_steps", "final_eval_episodes",  # a host-environment run's length and final evaluation
+    "num_env_steps", "final_eval_episodes", "time_limit",  # a host-environment run's length, final evaluation, stop
 })
 """Options that do not change what a run trains: runs differing only in these (and in their
 seeds) are samples of one experiment, which `plot` draws as one curve and `evaluate` pools

@@ -81,6 +81,9 @@ class HostTrainConfig:
     """Episodes of the final evaluation on test levels (the reference: 1,000)."""
     checkpoint_every: int = 25
     """Save a checkpoint every N updates (and at the end)."""
+    time_limit: float = 0.0
+    """Stop after this many seconds at a checkpoint, with exit status 3 (rerun with --resume to go on); 0 = none.
+    For machines lent by the call (a GPU job chained over calls of a few minutes)."""
     resume: bool = False
     """Continue the run in --out-dir/--run-name from its last checkpoint."""
     overwrite: bool = False
@@ -107,6 +110,8 @@ class HostTrainConfig:
         c.integer("eval_episodes", 1)
         c.integer("final_eval_episodes", 1)
         c.integer("hidden", 1)
+        if not self.time_limit >= 0:  # NaN fails too
+            c.add(f"--time-limit must be >= 0 seconds (0 = none), got {self.time_limit!r}")
         if self.start_level < 0:
             c.add(f"--start-level must be >= 0, got {self.start_level!r}")
         if not self.env.startswith(("procgen-", "gym-")):
@@ -208,11 +213,11 @@ def parse_host_config(argv: list[str]) -> HostTrainConfig:
             raise ConfigError(f"--resume: no run to resume at {probe.run_dir} (no config.json)")
         saved = HostTrainConfig.load(path)
         default = dataclasses.replace(saved, resume=True, out_dir=str(probe.run_dir.parent),
-                                      run_name=probe.run_dir.name)
+                                      run_name=probe.run_dir.name, time_limit=0.0)  # a limit is per command
     cfg = tyro.cli(tyro.conf.OmitArgPrefixes[HostTrainConfig], default=default, args=argv, prog="train.py",
                    description=HostTrainConfig.__doc__).validate()
     if saved is not None:
-        keep = {"resume", "overwrite", "out_dir", "run_name", "progress", "log_every", "eval_every",
+        keep = {"resume", "overwrite", "out_dir", "run_name", "progress", "log_every", "eval_every", "time_limit",
                 "checkpoint_every", "num_env_steps", "final_eval_episodes", "eval_episodes"}
         given, kept = cfg.to_dict(), saved.to_dict()
         changed = [k for k in given if k not in keep and given[k] != kept[k]]

@@ -49,8 +49,20 @@ COLUMNS = ["update", "env_steps", "gradient_updates", "trained", "seconds", "sps
            "final_train_levels_normalized"]
 
 
+EXIT_RERUN = 3
+"""Exit status of a run stopped by `--time-limit` (checkpointed): rerun it with `--resume` to continue."""
+
+
 class RunError(RuntimeError):
     """The run cannot start (an existing run, a missing checkpoint)."""
+
+
+class TimeLimitReached(Exception):
+    """`--time-limit` passed; the run is checkpointed at `update`."""
+
+    def __init__(self, update: int, seconds: float):
+        super().__init__(f"--time-limit: stopped after {seconds:.0f}s at update {update} (checkpointed); "
+                         f"rerun with --resume to continue")
 
 
 class HostRun:
@@ -254,7 +266,7 @@ def train(cfg: HostTrainConfig) -> Path:
     cfg.save(cfg.run_dir / "config.json")
     eval_env = make_host_env(cfg.env, min(cfg.num_envs, cfg.eval_episodes), distribution_mode=cfg.distribution_mode,
                              seed=cfg.seed + 1)
-    total = cfg.num_updates
+    total, started = cfg.num_updates, time.perf_counter()
     progress = Progress(total, run.update_count, run.update_count * cfg.num_envs * cfg.num_steps,
                         enabled=cfg.progress)
     try:
@@ -270,9 +282,12 @@ def train(cfg: HostTrainConfig) -> Path:
                 row.update({f"final_{k}": v for k, v in final.items()})
             if u % cfg.log_every == 0 or last:
                 logger.log({"update": u, "env_steps": env_steps, **row})
-            if u % cfg.checkpoint_every == 0 or last:
+            out_of_time = cfg.time_limit > 0 and time.perf_counter() - started >= cfg.time_limit and not last
+            if u % cfg.checkpoint_every == 0 or last or out_of_time:
                 checkpoints.save(run)
             progress.advance(u, env_steps, row["sps"], row["train_return"])
+            if out_of_time:
+                raise TimeLimitReached(u, time.perf_counter() - started)
     finally:
         progress.close()
         logger.close()
@@ -285,6 +300,9 @@ def main(argv: list[str]) -> None:
     """`python train.py --env procgen-<game> ...` (dispatched here by `train_cli.main`)."""
     try:
         train(parse_host_config(argv))
+    except TimeLimitReached as e:
+        print(str(e), file=sys.stderr)
+        raise SystemExit(EXIT_RERUN) from None
     except (ConfigError, RunError, CheckpointError, ModuleNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -119,3 +119,21 @@ def test_robust_plr_trains_only_after_replays_and_resumes_exactly(tmp_path):
             assert set(levels[0].tolist()) <= set(range(6))
     finally:
         run.close()
+
+
+def test_time_limit_stops_at_a_checkpoint_and_resume_finishes(tmp_path, capsys):
+    """`--time-limit` (a GPU job chained over short calls): exit status 3 after a checkpointed update, and the
+    same command with --resume runs to the end."""
+    argv = ["--env", "procgen-bigfish", "--num-envs", "4", "--num-steps", "8", "--num-train-levels", "6",
+            "--impala-channels", "2", "2", "2", "--hidden", "8", "--eval-every", "0", "--final-eval-episodes", "2",
+            "--n-minibatches", "2", "--num-env-steps", "96", "--checkpoint-every", "50", "--no-progress",
+            "--out-dir", str(tmp_path), "--run-name", "chained"]
+    with pytest.raises(SystemExit) as e:
+        train_main(argv + ["--time-limit", "1e-6"])
+    assert e.value.code == 3
+    assert "rerun with --resume" in capsys.readouterr().err
+    run_dir = tmp_path / "chained"
+    assert sorted(int(p.stem) for p in (run_dir / "host_state").glob("*.pkl")) == [1]
+    train_main(argv + ["--resume"])
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["update"] for r in rows] == [1, 2, 3] and "final_test_return" in rows[-1]
