@@ -70,7 +70,7 @@ class HostTrainConfig:
     impala_channels: tuple[int, ...] = (16, 32, 32)
     """Channels of the IMPALA ResNet's stages."""
     hidden: int = 256
-    """Width of the IMPALA ResNet's last dense layer."""
+    """Width of the IMPALA ResNet's last dense layer (image observations), or of the MLP's two layers (vectors)."""
     log_every: int = 1
     """Write a log row every N updates."""
     eval_every: int = 50

@@ -33,8 +33,7 @@ from minimax.envs.host import make_host_env
 from minimax.experiments import BOOKKEEPING_OPTIONS
 from minimax.host_config import HostTrainConfig
 from minimax.host_eval import evaluate_levels, return_summary, test_levels
-from minimax.host_learner import HostLearner
-from minimax.models.impala import ImpalaActorCritic
+from minimax.host_learner import HostLearner, host_model
 from minimax.options import ConfigError
 from minimax.stats import mean_ci
 
@@ -55,6 +54,7 @@ class HostPolicy:
     learner: HostLearner
     params: object
     step: int
+    obs_shape: tuple
 
 
 def check_settings(args) -> None:
@@ -71,10 +71,10 @@ def load_host_policy(run_dir, step: int | None) -> HostPolicy:
     cfg = HostTrainConfig.load(run_dir / "config.json")
     params, step = Checkpointer(run_dir / "checkpoints").restore_params(step)
     with make_host_env(cfg.env, 1, distribution_mode=cfg.distribution_mode) as probe:
-        n_actions = probe.num_actions
-    model = ImpalaActorCritic(n_actions=n_actions, channels=tuple(cfg.impala_channels), hidden=cfg.hidden)
+        model = host_model(cfg.env, probe.obs_shape, probe.num_actions, cfg.impala_channels, cfg.hidden)
+        obs_shape = tuple(probe.obs_shape)
     learner = HostLearner(model, cfg.ppo, cfg.sampler_config.strategy)
-    return HostPolicy(str(run_dir), cfg, learner, params, step)
+    return HostPolicy(str(run_dir), cfg, learner, params, step, obs_shape)
 
 
 def training_levels(rng: np.random.Generator, levels: range, n: int) -> np.ndarray:
@@ -109,8 +109,6 @@ def record_gif(policy: HostPolicy, level: int, path: Path, args) -> int:
     cfg = policy.cfg
     with make_host_env(cfg.env, 1, distribution_mode=cfg.distribution_mode, seed=args.seed) as env:
         obs = env.reset(np.array([level]))
-        if obs.ndim != 4 or obs.shape[-1] != 3:
-            raise ConfigError(f"--gif: {cfg.env}'s observations are not RGB frames (shape {obs.shape[1:]})")
         frames, key, done = [obs[0]], jax.random.key(args.seed), False
         while not done:
             action = policy.learner.policy_action(policy.params, jax.random.fold_in(key, len(frames)), obs,
@@ -187,6 +185,9 @@ def evaluate_host_runs(args, out_dir: Path) -> dict:
     envs = sorted({p.cfg.env for p in policies})
     if len(envs) > 1:
         raise ConfigError(f"the runs train on different environments ({', '.join(envs)}): evaluate them separately")
+    shape = policies[0].obs_shape
+    if args.gif and (len(shape) != 3 or shape[-1] != 3):
+        raise ConfigError(f"--gif: {envs[0]}'s observations are not RGB frames (shape {shape})")
     tests = test_levels(np.random.default_rng([args.seed, 0]), args.episodes,
                         exclude=[p.cfg.train_levels for p in policies])
     results = []

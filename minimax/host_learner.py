@@ -21,6 +21,9 @@ import optax
 
 from minimax.agents.ppo import (PPOBatch, PPOConfig, compute_gae, create_train_state, explained_variance,
                                 learning_rate_schedule, ppo_loss)
+from minimax.models.impala import ImpalaActorCritic
+from minimax.models.mlp import MLPActorCritic
+from minimax.options import ConfigError
 
 POLICY_TERMS = ("policy_entropy", "least_confidence", "min_margin")
 
@@ -51,6 +54,17 @@ def value_terms(strategy: str, advantages, rewards, values, last_value):
         next_values = jnp.concatenate([values[1:], last_value[None]], axis=0)
         return jnp.abs(rewards + values - next_values)
     return jnp.zeros_like(advantages)
+
+
+def host_model(env_name: str, obs_shape: tuple, num_actions: int, impala_channels, hidden: int):
+    """The student for a host env's observations: the PLR paper's IMPALA ResNet for images `[H, W, C]`
+    (Procgen), an MLP of two `hidden`-wide layers for vectors `[D]` (classic control through gymnasium)."""
+    if len(obs_shape) == 3:
+        return ImpalaActorCritic(n_actions=num_actions, channels=tuple(impala_channels), hidden=hidden)
+    if len(obs_shape) == 1:
+        return MLPActorCritic(n_actions=num_actions, hidden=hidden)
+    raise ConfigError(f"--env {env_name}: observations of shape {tuple(obs_shape)} are neither images [H, W, C] "
+                      f"(IMPALA ResNet) nor vectors [D] (MLP)")
 
 
 class HostLearner:

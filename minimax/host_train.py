@@ -35,8 +35,7 @@ from minimax.curricula.return_normalizer import ReturnNormalizer
 from minimax.envs.host import make_host_env
 from minimax.host_config import HostTrainConfig, parse_host_config
 from minimax.host_eval import evaluate_levels, return_summary, test_levels
-from minimax.host_learner import HostLearner
-from minimax.models.impala import ImpalaActorCritic
+from minimax.host_learner import HostLearner, host_model
 from minimax.options import ConfigError
 from minimax.progress import Progress
 from minimax.run_logs import RunLogger
@@ -71,8 +70,7 @@ class HostRun:
     def __init__(self, cfg: HostTrainConfig):
         self.cfg = cfg
         self.env = make_host_env(cfg.env, cfg.num_envs, distribution_mode=cfg.distribution_mode, seed=cfg.seed)
-        self.model = ImpalaActorCritic(n_actions=self.env.num_actions, channels=tuple(cfg.impala_channels),
-                                       hidden=cfg.hidden)
+        self.model = host_model(cfg.env, self.env.obs_shape, self.env.num_actions, cfg.impala_channels, cfg.hidden)
         sampler_cfg = cfg.sampler_config
         self.learner = HostLearner(self.model, cfg.ppo, sampler_cfg.strategy)
         self.sampler = LevelSampler(np.arange(cfg.train_levels.start, cfg.train_levels.stop), cfg.num_envs,

@@ -93,3 +93,17 @@ def test_host_and_jax_runs_are_not_mixed(runs, tmp_path, capsys):
     with pytest.raises(SystemExit):
         evaluate_main([str(runs[0]), str(jax_run), "--out", str(tmp_path / "x")])
     assert "evaluate it apart from JAX-env runs" in capsys.readouterr().err
+
+
+def test_a_gymnasium_run_is_scored_and_refuses_a_gif_first(tmp_path, capsys):
+    run = train(HostTrainConfig(env="gym-CartPole-v1", num_envs=4, num_steps=8, hidden=8, num_env_steps=32,
+                                eval_every=0, final_eval_episodes=2, num_train_levels=10, progress=False,
+                                out_dir=str(tmp_path), run_name="cartpole"))
+    with pytest.raises(SystemExit):
+        evaluate_main([str(run), "--episodes", "3", "--gif", "--out", str(tmp_path / "a")])
+    assert "not RGB frames (shape (4,))" in capsys.readouterr().err
+    assert not (tmp_path / "a" / "results.json").exists()
+    evaluate_main([str(run), "--episodes", "3", "--out", str(tmp_path / "b")])
+    (result,) = json.loads((tmp_path / "b" / "results.json").read_text())["runs"]
+    assert set(result["train_levels"]) <= set(range(10)) and "test_normalized" not in result
+    assert all(r >= 1 for r in result["test_returns"])  # CartPole pays 1 per step survived
