@@ -37,17 +37,23 @@ TINY = dict(num_envs=8, num_steps=16, recurrent_size=16, buffer_size=64, maze_he
             teacher_n_walls=10, teacher_recurrent_size=16, teacher_conv_filters=8)
 
 
-def measure(preset: str, seeds: int, unroll: int, chunk: int, repeats: int, overrides: dict) -> dict:
+def compiled_chunk(preset: str, seeds: int, unroll: int, chunk: int, overrides: dict):
+    """`(program, state, ahead, compile_s, cfg)`: `chunk` PPO updates of `preset` with `seeds` seeds vmapped,
+    compiled, and a state in the steady state (every seed's buffer ready)."""
     cfg = PRESETS[preset].replace(num_seeds=seeds, scan_unroll=unroll, devices=1, **overrides)
     layout = device_layout(cfg)
     runner = build_runner(cfg, layout.shard)
     state = jax.jit(distribute_init(runner, layout))(seed_keys(layout)[0])
     ahead = np.zeros(seeds, np.int32) if layout.multi_seed else np.int32(0)
-    state = warm_buffer(runner, state, layout, verbose=False)  # the steady state: every seed's buffer ready
+    state = warm_buffer(runner, state, layout, verbose=False)
     t0 = time.perf_counter()
     program = jax.jit(distribute_step(make_chunk(runner, chunk), runner, layout),
                       donate_argnums=0).lower(state, ahead).compile()
-    compile_s = time.perf_counter() - t0
+    return program, state, ahead, time.perf_counter() - t0, cfg
+
+
+def measure(preset: str, seeds: int, unroll: int, chunk: int, repeats: int, overrides: dict) -> dict:
+    program, state, ahead, compile_s, _ = compiled_chunk(preset, seeds, unroll, chunk, overrides)
     state, metrics = program(state, ahead)
     jax.block_until_ready(metrics)
     seconds, cycles = [], 0

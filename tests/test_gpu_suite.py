@@ -21,3 +21,26 @@ def test_the_plan_covers_every_table_2_method_at_1_and_10_seeds_and_the_sweeps()
 def test_a_plr_row_measures_the_steady_state_of_two_seeds():
     row = suite.measure("plr", seeds=2, unroll=2, chunk=1, repeats=1, overrides=suite.TINY)
     assert row["s_per_update"] > 0 and row["compile_s"] > 0 and row["cycles_per_update"] >= 1
+
+
+profiler_spec = importlib.util.spec_from_file_location("gpu_profile", Path(__file__).resolve().parents[1] /
+                                                       "benchmarks" / "gpu_profile.py")
+gpu_profile = importlib.util.module_from_spec(profiler_spec)
+profiler_spec.loader.exec_module(gpu_profile)
+
+
+def test_self_time_leaves_out_nested_ops_and_busy_time_is_the_union():
+    # A while loop (0-100) around two ops (10-30, 40-50), then an op on another stream overlapping it (90-120).
+    line = [("while.1", 0, 100), ("fusion.2", 10, 20), ("dot.3", 40, 10)]
+    assert dict(gpu_profile.self_times(line)) == {"while.1": 70, "fusion.2": 20, "dot.3": 10}
+    assert gpu_profile.busy_ns([line, [("copy.4", 90, 30)]]) == 120
+    assert [gpu_profile.kind(n) for n in ("loop_add_fusion.12", "cutlass_80_tensorop_s1688gemm", "copy.4")] == [
+        "fusion", "gemm", "copy"]
+
+
+def test_the_profiler_reads_its_trace_back_on_cpu(tmp_path):
+    r = gpu_profile.profile("dr", seeds=2, unroll=0, chunk=1, repeats=1, overrides=suite.TINY,
+                            trace_dir=str(tmp_path))
+    assert r["events"] > r["env_steps_per_rollout"]  # at least one op per env step of the rollout
+    assert 0 < r["busy_s"] <= r["wall_s"] * 1.5 and r["by_kind"].get("fusion", 0) > 0
+    assert r["top"] and Path(r["trace"]).exists()
