@@ -84,8 +84,8 @@ def busy_ns(lines) -> int:
 def kind(name: str) -> str:
     """An op's kind from its HLO name: `loop_add_fusion.12` -> fusion, `custom-call.3` -> custom-call."""
     base = re.sub(r"[._]\d+$", "", name.split(":")[-1].strip())
-    for k in ("gemm", "cublas", "cutlass", "xmma", "conv", "fusion", "copy", "transpose", "while", "conditional", "all-reduce",
-              "scatter", "gather", "sort", "dynamic-update-slice", "dynamic-slice", "custom-call"):
+    for k in ("gemm", "cublas", "cutlass", "xmma", "conv", "fusion", "copy", "transpose", "while", "conditional",
+              "all-reduce", "scatter", "gather", "sort", "dynamic-update-slice", "dynamic-slice", "custom-call"):
         if k in base:
             return {"cublas": "gemm", "cutlass": "gemm", "xmma": "gemm", "conv": "convolution"}.get(k, k)
     return base or "?"

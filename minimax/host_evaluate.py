@@ -170,7 +170,9 @@ def print_host_table(groups: list[dict]) -> None:
     def cell(s):
         if s is None:
             return "–"
-        return f"{s['mean']:.2f}" if np.isnan(s["ci_low"]) else f"{s['mean']:.2f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}]"
+        if np.isnan(s["ci_low"]):
+            return f"{s['mean']:.2f}"
+        return f"{s['mean']:.2f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}]"
 
     print("| experiment | runs | " + " | ".join(METRICS) + " |")
     print("|---|---|" + "---|" * len(METRICS))

@@ -40,12 +40,12 @@ from minimax.options import ConfigError
 from minimax.progress import Progress
 from minimax.run_logs import RunLogger
 
-COLUMNS = ["update", "env_steps", "gradient_updates", "trained", "seconds", "sps", "train_return", "episodes", "policy_loss", "value_loss",
-           "entropy", "approx_kl", "explained_variance", "sampler/seen_fraction", "sampler/replay_entropy",
-           "sampler/mean_score", "sampler/max_score", "test_return", "train_levels_return", "generalization_gap",
-           "test_normalized", "train_levels_normalized", "env_fraction", "update_fraction", "sampler_seconds", "final_test_return",
-           "final_train_levels_return", "final_generalization_gap", "final_test_normalized",
-           "final_train_levels_normalized"]
+COLUMNS = ["update", "env_steps", "gradient_updates", "trained", "seconds", "sps", "train_return", "episodes",
+           "policy_loss", "value_loss", "entropy", "approx_kl", "explained_variance", "sampler/seen_fraction",
+           "sampler/replay_entropy", "sampler/mean_score", "sampler/max_score", "test_return", "train_levels_return",
+           "generalization_gap", "test_normalized", "train_levels_normalized", "env_fraction", "update_fraction",
+           "sampler_seconds", "final_test_return", "final_train_levels_return", "final_generalization_gap",
+           "final_test_normalized", "final_train_levels_normalized"]
 
 
 EXIT_RERUN = 3
@@ -143,8 +143,10 @@ class HostRun:
         key, roll_key, ppo_key = jax.random.split(self.key, 3)
         start = time.perf_counter()
         trains = self._start_robust_rollout() if self.robust else True
+        forcing_s = time.perf_counter() - start  # robust PLR: every env forced onto its level (draws included)
         rollout = self._rollout(roll_key)
         obs_buf, levels, dones, rewards, (actions, log_probs, values, pterms), finished, env_s, sampler_s = rollout
+        env_s += forcing_s
         advantages, targets, terms = self.learner.finish(self.train_state.params, self.obs, rewards, values, dones,
                                                          pterms)
         tick = time.perf_counter()

@@ -51,7 +51,8 @@ def test_seeds_pool_into_one_interval_on_shared_unseen_levels(runs, tmp_path, ca
     assert stat["ci_low"] <= stat["mean"] <= stat["ci_high"]
     for r in (a, b):
         assert r["generalization_gap"] == pytest.approx(r["train_levels_return"] - r["test_return"])
-        assert r["test_normalized"] == pytest.approx((r["test_return"] - 1.0) / (40.0 - 1.0))  # bigfish easy: R_min 1, R_max 40
+        # bigfish, easy mode: R_min 1, R_max 40
+        assert r["test_normalized"] == pytest.approx((r["test_return"] - 1.0) / (40.0 - 1.0))
         with Image.open(r["gif"]) as gif:
             assert gif.size == (256, 256) and 1 <= gif.n_frames <= r["gif_length"]
     assert "procgen-bigfish plr | 2 |" in capsys.readouterr().out
