@@ -258,6 +258,11 @@ def train(cfg: HostTrainConfig) -> Path:
     cfg.validate()
     _prepare_run_dir(cfg)
     run = HostRun(cfg)
+    limit = getattr(run.env, "max_episode_steps", None)
+    if run.robust and limit and cfg.num_steps < limit:
+        print(f"warning: --method robust_plr restarts every env at each rollout, so with --num-steps {cfg.num_steps} "
+              f"against episodes of up to {limit} steps the student trains only on the first {cfg.num_steps} steps "
+              f"of each level's episodes", file=sys.stderr)
     checkpoints = HostCheckpoints(cfg.run_dir)
     logger = RunLogger(cfg.run_dir, COLUMNS)
     if cfg.resume:

@@ -84,11 +84,12 @@ def test_bad_input_is_one_line(argv, message, tmp_path, capsys):
     assert message in err and len(err.splitlines()) == 1, err
 
 
-def test_robust_plr_trains_only_after_replays_and_resumes_exactly(tmp_path):
+def test_robust_plr_trains_only_after_replays_and_resumes_exactly(tmp_path, capsys):
     """Robust PLR: rollouts of new levels score them without an update, replays train; each env plays one
     level for a whole rollout; a cut run resumes to the same state as a straight one."""
     robust = {**TINY, "method": "robust_plr", "num_env_steps": 6 * 32}
     rows, host = _final(train(HostTrainConfig(**robust, out_dir=str(tmp_path), run_name="straight")))
+    assert "trains only on the first 8 steps of each level's episodes" in capsys.readouterr().err
     trained = [r["trained"] for r in rows]
     assert trained[0] == 0.0 and 1.0 in trained  # no level seen yet: the first rollout plays new levels
     assert [r["gradient_updates"] for r in rows] == np.cumsum(trained).tolist()
