@@ -17,8 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-from scipy import stats
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from minimax.stats import mean_ci  # noqa: E402
 
 REDUCED = ["--num-envs", "16", "--num-steps", "64", "--n-minibatches", "4", "--impala-channels", "8", "16", "16",
            "--hidden", "64", "--num-train-levels", "50", "--eval-every", "10", "--eval-episodes", "10",
@@ -26,10 +26,9 @@ REDUCED = ["--num-envs", "16", "--num-steps", "64", "--n-minibatches", "4", "--i
 
 
 def _ci(x):
-    x = np.asarray(x, float)
-    if x.size < 2:
-        return float(x.mean()), float("nan")
-    return float(x.mean()), float(stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
+    """`(mean, half-width of the 95% Student-t interval)` over seeds (`minimax.stats.mean_ci`)."""
+    mean, low, high = mean_ci(x)
+    return mean, (high - low) / 2
 
 
 def main(argv=None):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import typing
 from pathlib import Path
 from typing import Literal
@@ -33,6 +32,7 @@ from minimax.release_config import is_release_config, release_options
 from minimax.runners.paired import TeacherConfig
 from minimax.runners.plr_family import CurriculumConfig
 from minimax.runners.sfl import SFLConfig
+from minimax.run_logs import write_atomically
 
 Method = Literal["dr", "plr", "robust_plr", "parallel_plr", "accel", "parallel_accel", "paired", "pop_paired",
                  "minimax_adversary", "sfl"]
@@ -244,10 +244,7 @@ class TrainConfig:
 
     def save(self, path) -> None:
         """Write `config.json` atomically (a crash leaves the old file or the new one, never half of one)."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
-        os.replace(tmp, path)
+        write_atomically(Path(path), json.dumps(self.to_dict(), indent=2) + "\n")
 
     @classmethod
     def load(cls, path) -> "TrainConfig":

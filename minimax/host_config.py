@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 from pathlib import Path
 from typing import Literal
 
@@ -30,6 +29,7 @@ import tyro
 from minimax.agents.ppo import PPOConfig
 from minimax.curricula.level_sampler import SamplerConfig
 from minimax.options import ConfigError, check
+from minimax.run_logs import write_atomically
 
 HostMethod = Literal["dr", "plr", "robust_plr"]
 
@@ -165,10 +165,7 @@ class HostTrainConfig:
         return out
 
     def save(self, path) -> None:
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
-        os.replace(tmp, path)
+        write_atomically(Path(path), json.dumps(self.to_dict(), indent=2) + "\n")
 
     @classmethod
     def load(cls, path) -> "HostTrainConfig":

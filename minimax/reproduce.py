@@ -39,6 +39,7 @@ from minimax.checkpoint import CheckpointError
 from minimax.config import ConfigError, TrainConfig, flag
 from minimax.presets import PRESETS
 from minimax.options import parse_assignments
+from minimax.run_logs import write_atomically
 from minimax.reproduce_table import LSTM_METHODS, METHODS, REPORT, REPORT_UPDATES, write_outputs
 
 EXIT_RERUN = 3  # stopped at --time-limit: rerun the same command to continue
@@ -175,9 +176,7 @@ class State:
         return self.method(name)
 
     def save(self) -> None:
-        tmp = self.path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self.data, indent=2) + "\n")
-        os.replace(tmp, self.path)
+        write_atomically(self.path, json.dumps(self.data, indent=2) + "\n")
 
 
 def _cpu_model() -> str:

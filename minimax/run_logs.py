@@ -40,7 +40,8 @@ def parse_row(row: dict) -> dict:
     return {k: NONFINITE[v] if isinstance(v, str) and v in NONFINITE else v for k, v in row.items()}
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str) -> None:
+    """Replace `path` with `text` atomically: a crash leaves the old file or the new one, never half of one."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
@@ -67,10 +68,10 @@ class RunLogger:
                 except json.JSONDecodeError:  # a partial last line of a run killed mid-write
                     continue
             rows = [r for r in rows if r.get("update", 0) <= update]
-            _write_atomically(self.jsonl_path, "".join(json.dumps(r) + "\n" for r in rows))
+            write_atomically(self.jsonl_path, "".join(json.dumps(r) + "\n" for r in rows))
             buffer = io.StringIO()
             self._write_csv_to(buffer, rows, header=True)
-            _write_atomically(self.csv_path, buffer.getvalue())
+            write_atomically(self.csv_path, buffer.getvalue())
 
     def log(self, row: dict) -> None:
         row = {k: _clean(v) for k, v in row.items()}

@@ -127,3 +127,21 @@ def as_int_array(name: str, values, size: int | None, low: int, high: int) -> np
     if bad.any():
         raise ValueError(f"{name} must lie in [{low}, {high}], got {arr[bad][0]}")
     return arr
+
+
+class LevelResets:
+    """What the adapters share beyond the input check: `reset(levels)` is `set_levels` on every slot,
+    and `step` before any reset is an error. An adapter sets `max_level` (its highest level id) and
+    `_started = False`, and calls `_check_started()` first thing in `step`."""
+
+    max_level: int
+
+    def reset(self, levels) -> np.ndarray:
+        obs = self.set_levels(np.arange(self.num_envs),
+                              as_int_array("levels", levels, self.num_envs, 0, self.max_level))
+        self._started = True
+        return obs
+
+    def _check_started(self) -> None:
+        if not self._started:
+            raise RuntimeError(f"{self.name}: call reset(levels) before step()")

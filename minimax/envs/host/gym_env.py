@@ -23,7 +23,7 @@ import copy
 
 import numpy as np
 
-from minimax.envs.host.contract import HostStep, as_int_array
+from minimax.envs.host.contract import HostStep, LevelResets, as_int_array
 
 MAX_LEVEL = 2**63 - 1           # gymnasium seeds are non-negative Python ints
 _PLACEHOLDER_HIGH = 2**31 - 1   # placeholder levels: int32-range, like Procgen seeds
@@ -46,7 +46,7 @@ def _make(gymnasium, env_id: str, kwargs: dict):
         raise ValueError(f"cannot make gymnasium env {env_id!r}: {first}") from None
 
 
-class GymnasiumHostEnv:
+class GymnasiumHostEnv(LevelResets):
     """`num_envs` gymnasium envs of one id as a `HostEnv` (see `contract.py` and the module docstring).
 
     get_state/set_state are best effort: they `copy.deepcopy` the env objects (wrappers, `np_random`
@@ -54,6 +54,8 @@ class GymnasiumHostEnv:
     when the envs are. Envs that hold native handles (MuJoCo, Box2D worlds, ALE, open render windows)
     may fail to copy or may not restore their simulator bit for bit; such runs cannot resume exactly.
     """
+
+    max_level = MAX_LEVEL
 
     def __init__(self, env_id: str, num_envs: int, *, seed: int = 0, lazy_reset: bool = True,
                  max_episode_steps: int | None = None, **make_kwargs):
@@ -91,14 +93,8 @@ class GymnasiumHostEnv:
     def _obs_buffer(self, n: int) -> np.ndarray:
         return np.empty((n,) + self.obs_shape, self.obs_dtype)
 
-    def reset(self, levels) -> np.ndarray:
-        obs = self.set_levels(np.arange(self.num_envs), as_int_array("levels", levels, self.num_envs, 0, MAX_LEVEL))
-        self._started = True
-        return obs
-
     def step(self, actions) -> HostStep:
-        if not self._started:
-            raise RuntimeError(f"{self.name}: call reset(levels) before step()")
+        self._check_started()
         actions = as_int_array("actions", actions, self.num_envs, 0, self.num_actions - 1) + self._action_start
         obs, reward = self._obs_buffer(self.num_envs), np.zeros(self.num_envs, np.float32)
         done, level = np.zeros(self.num_envs, bool), self._levels.copy()

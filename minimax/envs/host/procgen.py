@@ -39,7 +39,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from minimax.envs.host.contract import HostStep, as_int_array
+from minimax.envs.host.contract import HostStep, LevelResets, as_int_array
 
 GAMES = ("bigfish", "bossfight", "caveflyer", "chaser", "climber", "coinrun", "dodgeball", "fruitbot",
          "heist", "jumper", "leaper", "maze", "miner", "ninja", "plunder", "starpilot")
@@ -261,7 +261,7 @@ class LevelStarts:
             return None
 
 
-class ProcgenHostEnv:
+class ProcgenHostEnv(LevelResets):
     """`num_envs` slots of one Procgen game as a `HostEnv` (see `contract.py`).
 
     Levels are procgen level seeds in [0, 2^31 - 2]. Observations are uint8[N, 64, 64, 3] (RGB, HWC).
@@ -270,6 +270,8 @@ class ProcgenHostEnv:
     `seed` only seeds procgen's internal level RNG, which forced levels override: an episode is a
     pure function of (game, mode, options, level seed, actions).
     """
+
+    max_level = MAX_LEVEL
 
     def __init__(self, game: str, num_envs: int, *, distribution_mode: str = "easy", seed: int = 0,
                  num_threads: int | None = None, cache_size: int = 4096, **options):
@@ -298,14 +300,8 @@ class ProcgenHostEnv:
         self._levels = np.zeros(self.num_envs, np.int64)
         self._started = False
 
-    def reset(self, levels) -> np.ndarray:
-        obs = self.set_levels(np.arange(self.num_envs), as_int_array("levels", levels, self.num_envs, 0, MAX_LEVEL))
-        self._started = True
-        return obs
-
     def step(self, actions) -> HostStep:
-        if not self._started:
-            raise RuntimeError(f"{self.name}: call reset(levels) before step()")
+        self._check_started()
         actions = as_int_array("actions", actions, self.num_envs, 0, self.num_actions - 1)
         self._env.act(actions.astype(np.int32))
         reward, obs, first = self._env.observe()          # fresh copies (gym3 copies on observe)
