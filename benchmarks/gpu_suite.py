@@ -76,21 +76,36 @@ def plan(tiny: bool) -> list[tuple[str, str, int, int]]:
     return items
 
 
+def parse_rows(text: str) -> list[tuple[str, str, int, int]]:
+    """`--rows dr:1:1,paired:10:8` (preset:seeds:unroll, unroll 0 = the backend's default) as plan items."""
+    items = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        fields = part.split(":")
+        if len(fields) != 3 or fields[0] not in PRESETS or not all(f.isdigit() for f in fields[1:]) \
+                or int(fields[1]) < 1:
+            raise SystemExit(f"--rows: {part!r} is not preset:seeds:unroll with a known preset, seeds >= 1 and "
+                             f"unroll >= 0 (presets: {', '.join(PRESETS)})")
+        items.append(("rows", fields[0], int(fields[1]), int(fields[2])))
+    return items
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tiny", action="store_true", help="toy sizes: checks the suite runs (CPU)")
-    p.add_argument("--chunk", type=int, default=5, help="updates per timed call")
+    p.add_argument("--chunk", type=int, default=0, help="updates per timed call (0: 5, or 2 with --tiny)")
     p.add_argument("--repeats", type=int, default=2, help="timed calls per row")
     p.add_argument("--time-budget", type=float, default=500.0, help="seconds; later rows are skipped past it")
+    p.add_argument("--rows", default="", help="only these rows: preset:seeds:unroll,... (e.g. dr:1:1,dr:1:8)")
     a = p.parse_args(argv)
+    items = parse_rows(a.rows) if a.rows else plan(a.tiny)
     overrides = TINY if a.tiny else {}
     start, rows, skipped = time.perf_counter(), [], []
     device = jax.devices()[0]
-    for section, preset, seeds, unroll in plan(a.tiny):
+    for section, preset, seeds, unroll in items:
         if time.perf_counter() - start > a.time_budget:
             skipped.append(f"{section} {preset} x{seeds} unroll {unroll or 'default'}")
             continue
-        r = measure(preset, seeds, unroll, a.chunk if not a.tiny else 2, a.repeats, overrides)
+        r = measure(preset, seeds, unroll, a.chunk or (2 if a.tiny else 5), a.repeats, overrides)
         rows.append((section, preset, seeds, unroll, r))
         print(f"{section:7} {preset:7} seeds {seeds:3} unroll {unroll or 'default':>7}: "
               f"{r['s_per_update']:.4f} s/update, compile {r['compile_s']:.1f} s", file=sys.stderr, flush=True)

@@ -36,9 +36,9 @@ from pathlib import Path
 import tyro
 
 from minimax.checkpoint import CheckpointError
-from minimax.config import ConfigError, TrainConfig, flag
+from minimax.config import ConfigError, TrainConfig
+from minimax.options import flag, parse_assignments
 from minimax.presets import PRESETS
-from minimax.options import parse_assignments
 from minimax.run_logs import write_atomically
 from minimax.reproduce_table import LSTM_METHODS, METHODS, REPORT, REPORT_UPDATES, write_outputs
 
@@ -303,7 +303,8 @@ class Reproduction:
                 "episodes": self.rc.eval_episodes}
 
     def evaluate_method(self, method: str) -> None:
-        from minimax.evaluate import PolicyEvaluator, load_policies, parse_args  # noqa: PLC0415
+        from minimax.evaluate import PolicyEvaluator, parse_args  # noqa: PLC0415
+        from minimax.saved_policies import load_policies  # noqa: PLC0415
 
         cfg, entry = self.configs[method], self.state.method(method)
         key = self.eval_key()

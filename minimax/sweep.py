@@ -22,7 +22,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from minimax.config import ConfigError, TrainConfig, flag
+from minimax.config import ConfigError, TrainConfig
+from minimax.options import flag
 from minimax.release_config import is_release_config
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import tyro
 
 from minimax.checkpoint import CheckpointError
-from minimax.config import ConfigError, TrainConfig, flag
+from minimax.config import ConfigError, TrainConfig
+from minimax.options import flag
 from minimax.method_options import unused_options
 from minimax.devices import DeviceError, join_hosts
 from minimax.presets import PRESETS

@@ -281,7 +281,7 @@ def test_bad_inputs_are_one_line_errors(run_dirs, capsys, args, message):
 def test_a_host_environment_run_is_named_not_misread(tmp_path):
     """The JAX-environment loader on a Procgen run says what it is, in one line (evaluate.py scores host
     runs on their own: tests/test_host_evaluate.py)."""
-    from minimax.evaluate import EvaluateError, load_policies
+    from minimax.saved_policies import EvaluateError, load_policies
     from minimax.host_config import HostTrainConfig
     run = tmp_path / "procgen-bigfish+plr-seed0"
     run.mkdir()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 spec = importlib.util.spec_from_file_location("gpu_suite", Path(__file__).resolve().parents[1] / "benchmarks" /
                                               "gpu_suite.py")
 suite = importlib.util.module_from_spec(spec)
@@ -16,6 +18,13 @@ def test_the_plan_covers_every_table_2_method_at_1_and_10_seeds_and_the_sweeps()
     items = suite.plan(tiny=False)
     assert {(p, s) for sec, p, s, _ in items if sec == "method"} == {(p, s) for p in suite.TABLE_2 for s in (1, 10)}
     assert [s for sec, *_, s in items if sec == "unroll"] == [1, 4, 16]
+
+
+def test_chosen_rows_are_parsed_and_a_bad_one_is_named():
+    assert suite.parse_rows("dr:1:1, paired:10:8,") == [("rows", "dr", 1, 1), ("rows", "paired", 10, 8)]
+    for bad in ("dr:1", "nope:1:1", "dr:0:1", "dr:1:x"):
+        with pytest.raises(SystemExit, match=repr(bad)):
+            suite.parse_rows(bad)
 
 
 def test_a_plr_row_measures_the_steady_state_of_two_seeds():

@@ -14,7 +14,7 @@ from minimax.config import ConfigError, TrainConfig
 from minimax.presets import PRESETS
 from minimax.curricula.regret import teacher_score
 from minimax.envs.maze.level import Level
-from minimax.evaluate import load_policies
+from minimax.saved_policies import load_policies
 from minimax.run_logs import read_rows
 from minimax.runners.rollout import ppo_batch
 from minimax.train import train

@@ -192,7 +192,7 @@ def test_a_run_saved_with_a_flat_config_resumes_and_evaluates(reference_run, tmp
     """Run directories from before the config tree hold one flat `config.json` (option: value)."""
     import shutil  # noqa: PLC0415
 
-    from minimax.evaluate import load_policies  # noqa: PLC0415
+    from minimax.saved_policies import load_policies  # noqa: PLC0415
 
     run_dir = tmp_path / "reference"
     shutil.copytree(reference_run.run_dir, run_dir)

@@ -1,5 +1,5 @@
 """`--scan-unroll`: the scans over time (rollouts, GAE, the LSTM / GRU forward and backward,
-evaluation) run several steps per loop iteration and compute the same thing as one step per
+PAIRED's design rollouts, evaluation, the outcome counts of SFL and the CVaR evaluation) run several steps per loop iteration and compute the same thing as one step per
 iteration, within float rounding (XLA may fuse an unrolled body differently)."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from minimax.budget import make_chunk
 from minimax.build import build_runner, level_generator, make_model
 from minimax.models.recurrent import lstm_sequence, resolve_unroll
 from minimax.runners.eval import evaluate_levels
+from minimax.runners.rollout import count_outcomes
 from minimax.config import TrainConfig
 from run_helpers import TINY
 
@@ -71,3 +72,32 @@ def test_evaluation_does_not_depend_on_the_unroll():
                                                runner.env, runner.env_params, levels, chunk_steps=8, unroll=u))()
            for u in (1, 4)]
     close(out[0], out[1], 0, 0)
+
+
+def test_a_learned_teachers_update_does_not_depend_on_the_unroll():
+    """PAIRED: the teacher's 6-step design rollout, its LSTM and GAE, the students' 16-step rollouts (unroll 4)."""
+    results = []
+    for unroll in (1, 4):
+        cfg = TrainConfig.from_options(**{**TINY, "method": "paired", "scan_unroll": unroll, "teacher_n_walls": 4,
+                                          "teacher_conv_filters": 4, "teacher_recurrent_size": 8,
+                                          "teacher_noise_dim": 3, "teacher_n_epochs": 1, "eval_every": 0})
+        runner = build_runner(cfg)
+        assert runner.teacher_ppo.unroll == unroll and runner.teacher_model.scan_unroll == unroll
+        state = jax.jit(runner.init)(jax.random.key(0))
+        results.append(jax.jit(make_chunk(runner, 2, "cycles"))(state))
+    (s1, m1), (s4, m4) = results
+    close((s1.train_state.params, s1.teacher.params), (s4.train_state.params, s4.teacher.params))
+    close({k: m1[k] for k in ("episodes", "teacher/n_walls_sum")}, {k: m4[k] for k in ("episodes", "teacher/n_walls_sum")}, 0, 0)
+
+
+def test_outcome_counts_do_not_depend_on_the_unroll():
+    """SFL's sampling pass and the CVaR evaluation: a 40-step budget in chunks of 12 (unroll 5 divides neither)."""
+    cfg = TrainConfig.from_options(**TINY)
+    runner = build_runner(cfg)
+    model, params = make_model(cfg), jax.jit(runner.init)(jax.random.key(0)).train_state.params
+    levels = jax.vmap(level_generator(cfg))(jax.random.split(jax.random.key(1), 6))
+    out = [jax.jit(lambda u=u: count_outcomes(jax.random.key(2), model.apply, params, model.initial_carry, runner.env,
+                                              runner.env_params, levels, 40, chunk_steps=12, unroll=u))()
+           for u in (1, 5)]
+    close(out[0], out[1], 0, 0)
+    assert int(out[0][1].sum()) > 0  # episodes ended: the counts are not trivially equal

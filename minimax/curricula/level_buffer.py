@@ -44,10 +44,10 @@ from typing import Annotated, Any, Callable, Literal
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import tyro
 from flax import struct
 
+from minimax.curricula.fingerprints import level_hash, levels_equal
 from minimax.curricula.weights import normalize as _normalize
 from minimax.curricula.weights import transform_weights
 from minimax.options import check
@@ -138,34 +138,6 @@ def init_buffer(example_level, capacity: int) -> LevelBuffer:
                        max_returns=jnp.zeros((k,), jnp.float32), last_sampled=jnp.zeros((k,), jnp.int32),
                        filled=jnp.zeros((k,), bool), mutations=jnp.zeros((k,), jnp.int32),
                        hashes=jnp.zeros((k, 2), jnp.uint32), episode_count=jnp.zeros((), jnp.int32))
-
-
-# --------------------------------------------------------------------------- fingerprints
-
-
-def _level_words(level) -> jax.Array:
-    """One level as a flat int32 vector (bools and ints as values, floats by their bits)."""
-    words = []
-    for leaf in jax.tree.leaves(level):
-        leaf = jnp.asarray(leaf)
-        if jnp.issubdtype(leaf.dtype, jnp.floating):
-            leaf = jax.lax.bitcast_convert_type(leaf.astype(jnp.float32), jnp.int32)
-        words.append(leaf.astype(jnp.int32).reshape(-1))
-    return jnp.concatenate(words)
-
-
-def level_hash(level) -> jax.Array:
-    """uint32[2]: two random linear fingerprints mod 2^32 of one level. Different levels
-    collide with probability about 2^-64; equal levels always agree. The multipliers are
-    fixed constants, so fingerprints are comparable across runs."""
-    words = _level_words(level).astype(jnp.uint32)
-    mult = np.random.default_rng(20211108).integers(1, 2**32, size=(words.shape[0], 2), dtype=np.uint64)
-    return jnp.sum(words[:, None] * jnp.asarray(mult.astype(np.uint32) | 1), axis=0, dtype=jnp.uint32)
-
-
-def levels_equal(a, b) -> jax.Array:
-    """bool: two single levels are identical in every field."""
-    return jnp.all(jnp.stack([jnp.all(x == y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b))]))
 
 
 # --------------------------------------------------------------------------- replay distribution

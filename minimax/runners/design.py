@@ -18,8 +18,10 @@ from minimax.parallel import NO_SHARD, Shard
 from minimax.runners.rollout import Rollout, collect_rollout, start_stream
 
 
-def design_levels(key, teacher, teacher_params, apply_fn, weights, initial_carry, n: int, shard: Shard = NO_SHARD):
-    """`(rollout [num_steps, n], levels [n])`: `n` designs (this device's slice of the global batch)."""
+def design_levels(key, teacher, teacher_params, apply_fn, weights, initial_carry, n: int, shard: Shard = NO_SHARD,
+                  unroll: int = 1):
+    """`(rollout [num_steps, n], levels [n])`: `n` designs (this device's slice of the global batch);
+    `unroll`: design steps per scan iteration (`--scan-unroll`)."""
     k_reset, k_roll = jax.random.split(key)
     obs, state = jax.vmap(teacher.reset, in_axes=(0, None))(shard.env_keys(k_reset, n), teacher_params)
 
@@ -28,7 +30,7 @@ def design_levels(key, teacher, teacher_params, apply_fn, weights, initial_carry
         return jax.vmap(teacher.step, in_axes=(0, 0, 0, None))(keys, state, actions, teacher_params)
 
     rollout, stream = collect_rollout(k_roll, apply_fn, weights, env_step, start_stream(state, obs, initial_carry),
-                                      teacher_params.num_steps, shard)
+                                      teacher_params.num_steps, shard, unroll)
     levels = jax.vmap(teacher.level, in_axes=(0, None))(stream.env_state, teacher_params)
     return rollout, levels
 

@@ -141,13 +141,14 @@ class EvalRunner:
         self.model, self.episodes, self.greedy = model, int(episodes), bool(greedy)
         self.chunk_steps, self.max_envs, self.train_params = int(chunk_steps), int(max_envs), train_params
         self.env, self.level_facts, self.trace_state = env, level_facts, trace_state
+        self.unroll = resolve_unroll(getattr(model, "scan_unroll", 1))  # --scan-unroll, as the model's cores
         self._programs: dict = {}
 
     def _play(self, env_params, key, params, envs):
         """First episodes of a batch of envs, one level each."""
         n = jax.tree.leaves(envs)[0].shape[0]
         return evaluate_levels(key, self.model.apply, params, self.model.initial_carry(n), self.env, env_params,
-                               envs, self.greedy, self.chunk_steps, resolve_unroll(getattr(self.model, "scan_unroll", 1)))
+                               envs, self.greedy, self.chunk_steps, self.unroll)
 
     def _level_facts(self, levels, env_params):
         """Per level: the optimal return and whether the level can be solved at all (NaN, True if unknown)."""
@@ -222,7 +223,8 @@ class EvalRunner:
         n_levels = jax.tree.leaves(levels)[0].shape[0]
         envs = jax.tree.map(lambda x: jnp.repeat(x, self.episodes, axis=0), levels)
         wins, eps, _ = count_outcomes(key, self.model.apply, params, self.model.initial_carry, self.env, env_params,
-                                      envs, env_params.max_steps, chunk_steps=env_params.max_steps, greedy=self.greedy)
+                                      envs, env_params.max_steps, chunk_steps=env_params.max_steps, greedy=self.greedy,
+                                      unroll=self.unroll)
         return wins.reshape(n_levels, -1).sum(1), eps.reshape(n_levels, -1).sum(1)
 
     def success_rates(self, key, params, levels, env_params) -> np.ndarray:

@@ -251,7 +251,8 @@ class PAIREDRunner:
         k_design, k_play = jax.random.split(key)
         teacher = state.teacher
         design, levels = design_levels(k_design, self.teacher_env, self.teacher_params, teacher.apply_fn,
-                                       teacher.params, self.teacher_model.initial_carry(self.n), self.n, self.shard)
+                                       teacher.params, self.teacher_model.initial_carry(self.n), self.n, self.shard,
+                                       self.teacher_ppo.unroll)
 
         def play(key, params):
             return play_levels(key, self.env, self.env_params, self.model.apply, params,

@@ -126,14 +126,15 @@ def play_levels(key, env, env_params, apply_fn, params, initial_carry, levels, n
 
 def count_outcomes(key, apply_fn, params, initial_carry, env, env_params, levels, max_steps: int,
                    episodes: int | None = None, chunk_steps: int = 50, stop_early: bool = True, waits=None,
-                   shard: Shard = NO_SHARD, greedy: bool = False):
+                   shard: Shard = NO_SHARD, greedy: bool = False, unroll: int = 1):
     """Play one env per level from its start for up to `max_steps` steps (the level restarted when
     an episode ends) and count each level's completed episodes and successes: `(successes int32[b],
     episodes int32[b], steps int32)`. `episodes`: count only each level's first ones (None: all).
     With `stop_early` the loop (a `lax.while_loop` over `lax.scan`s of `chunk_steps` steps) ends at
     the first check where every level that `waits` (default all) has its `episodes`; steps are
     keyed by their index, so the counts equal those of a plain scan to `max_steps`.
-    `initial_carry(b)` makes the policy's zero carry (SFL's sampling pass, the CVaR evaluation)."""
+    `initial_carry(b)` makes the policy's zero carry (SFL's sampling pass, the CVaR evaluation);
+    `unroll`: steps per iteration of the inner scan (`--scan-unroll`)."""
     b = jax.tree.leaves(levels)[0].shape[0]
     step = outcome_step(key, apply_fn, params, env, env_params, max_steps, episodes, shard, greedy)
     waits = jnp.ones((b,), bool) if waits is None else waits
@@ -141,7 +142,7 @@ def count_outcomes(key, apply_fn, params, initial_carry, env, env_params, levels
 
     def run_chunk(loop):
         t, c = loop
-        c, _ = jax.lax.scan(step, c, t + jnp.arange(chunk))
+        c, _ = jax.lax.scan(step, c, t + jnp.arange(chunk), unroll=min(int(unroll), chunk))
         return t + chunk, c
 
     def more(loop):

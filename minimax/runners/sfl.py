@@ -169,7 +169,7 @@ class SFLRunner:
         waits = None if self.level_facts is None else self.level_facts(levels, self.env_params)[1]
         return count_outcomes(key, apply_fn, params, self.model.initial_carry, self.env, self.env_params, levels,
                               cfg.sfl_rollout_steps, cfg.sfl_episodes, cfg.sfl_chunk_steps, stop_early, waits,
-                              self.shard)
+                              self.shard, unroll=self.ppo.unroll)
 
     def refresh(self, key, apply_fn, params, learnable: LearnableSet, due, stop_early: bool = True) -> LearnableSet:
         """A new set from `sfl_batches` sampled batches where `due`, else `learnable` unchanged
