@@ -8,13 +8,16 @@ import numpy as np
 import pytest
 
 from minimax.agents.ppo import ppo_update
-from minimax.build import build_runner
+from minimax.budget import make_chunk
+from minimax.build import build_runner, device_layout
 from minimax.checkpoint import Checkpointer
 from minimax.config import ConfigError, TrainConfig
+from minimax.devices import distribute_init, distribute_step
 from minimax.presets import PRESETS
 from minimax.curricula.regret import teacher_score
 from minimax.envs.maze.level import Level
 from minimax.saved_policies import load_policies
+from minimax.train import seed_keys
 from minimax.run_logs import read_rows
 from minimax.runners.rollout import ppo_batch
 from minimax.train import train
@@ -164,6 +167,26 @@ def test_a_paired_run_resumes_and_evaluate_scores_its_protagonist(tmp_path):
     assert policy.agent == "its protagonist: student 0 of 2"
     for got, want in zip(jax.tree.leaves(policy.params), jax.tree.leaves(saved)):
         np.testing.assert_array_equal(got, want[0])
+
+
+def test_a_vmapped_paired_program_equals_each_seed_alone():
+    """Seeds of a learned-teacher method batched in one program (`--num-seeds`, `reproduce`): each gets
+    exactly its own designs, students and teacher (rounding aside: batched and single matmuls)."""
+    cfg = tiny("paired", num_seeds=2, num_steps=12)
+    layout = device_layout(cfg)
+    runner = build_runner(cfg, layout.shard)
+    keys = seed_keys(layout)[0]
+    together, m_together = jax.jit(distribute_step(make_chunk(runner, 2), runner, layout))(
+        jax.jit(distribute_init(runner, layout))(keys))
+    alone, m_alone = jax.jit(make_chunk(runner, 2))(jax.jit(runner.init)(keys[1]))
+    walls = "teacher/n_walls_sum"  # the designs: exactly the same levels
+    np.testing.assert_array_equal(np.asarray(m_alone[walls]), np.asarray(m_together[walls][1]))
+    mine = lambda x: x[1]  # noqa: E731
+    for a, b in zip(jax.tree.leaves((alone.train_state.params, alone.teacher.params)),
+                    jax.tree.leaves(jax.tree.map(mine, (together.train_state.params, together.teacher.params)))):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+    assert not np.allclose(np.asarray(jax.tree.leaves(together.teacher.params)[0][0]),
+                           np.asarray(jax.tree.leaves(together.teacher.params)[0][1]))  # two seeds, two teachers
 
 
 def test_the_presets_are_table_5s_paired_column():

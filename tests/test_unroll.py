@@ -1,6 +1,7 @@
 """`--scan-unroll`: the scans over time (rollouts, GAE, the LSTM / GRU forward and backward,
-PAIRED's design rollouts, evaluation, the outcome counts of SFL and the CVaR evaluation) run several steps per loop iteration and compute the same thing as one step per
-iteration, within float rounding (XLA may fuse an unrolled body differently)."""
+PAIRED's design rollouts, evaluation, the outcome counts of SFL and the CVaR evaluation) run
+several steps per loop iteration and compute the same thing as one step per iteration, within
+float rounding (XLA may fuse an unrolled body differently)."""
 
 from __future__ import annotations
 
@@ -87,7 +88,8 @@ def test_a_learned_teachers_update_does_not_depend_on_the_unroll():
         results.append(jax.jit(make_chunk(runner, 2, "cycles"))(state))
     (s1, m1), (s4, m4) = results
     close((s1.train_state.params, s1.teacher.params), (s4.train_state.params, s4.teacher.params))
-    close({k: m1[k] for k in ("episodes", "teacher/n_walls_sum")}, {k: m4[k] for k in ("episodes", "teacher/n_walls_sum")}, 0, 0)
+    counts = ("episodes", "teacher/n_walls_sum")
+    close({k: m1[k] for k in counts}, {k: m4[k] for k in counts}, 0, 0)
 
 
 def test_outcome_counts_do_not_depend_on_the_unroll():
