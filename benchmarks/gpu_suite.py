@@ -2,6 +2,7 @@
 
     PYTHONPATH=. python benchmarks/gpu_suite.py                 # on a GPU machine (about 9 minutes)
     PYTHONPATH=. python benchmarks/gpu_suite.py --tiny          # the same program at toy sizes (CPU, ~2 minutes)
+    PYTHONPATH=. python benchmarks/gpu_suite.py --rows dr:10:8,paired:10:8   # chosen rows (preset:seeds:unroll)
 
 Rows: seconds per PPO update (the release's unit, `--budget updates`; robust PLR and ACCEL's
 cycles without a gradient included) of every Table 2 method at 1 and 10 seeds vmapped in one
