@@ -6,8 +6,9 @@ one group per component: `env`, `model`, `ppo` (`agents.ppo.PPOConfig`), `eval`,
 `teacher` (`runners.paired.TeacherConfig`, the learned teacher of PAIRED and relatives), `sfl`
 (`runners.sfl.SFLConfig`, Sampling For Learnability's level sampling).
 A group is the single home of its options (field, default, docstring = `--help`, its own
-checks); `TrainConfig` adds the checks across groups (`config_checks.py`). Flags stay flat (`--lr`, `--buffer-size`),
-`config.json` is the tree, and flat `config.json` files of older runs still load.
+checks); `TrainConfig` adds the checks across groups (`config_checks.py`). Flags stay flat
+(`--lr`, `--buffer-size`), `config.json` is the tree, and flat `config.json` files of older runs
+still load.
 
 The presets (the minimax report's Tables 5 and 6, SFL's authors') live in `presets.py`; which
 configs are samples of one experiment, in `experiments.py`.
@@ -20,20 +21,19 @@ import json
 from pathlib import Path
 from typing import Literal
 
-
 from minimax.agents.ppo import PPOConfig
 from minimax.budget import Budget
 from minimax.curricula.level_buffer import BufferConfig
+from minimax.config_checks import (METHODS, MUTATION_METHODS, PLR_METHODS, TEACHER_METHODS, Method,  # noqa: F401
+                                   episode_limit, problems)
 from minimax.config_groups import EnvConfig, EvalConfig, ModelConfig
-from minimax.options import ConfigError, flag_names, flatten, option_table, raise_problems, type_problems
 from minimax.envs.registry import get_env
+from minimax.options import ConfigError, flag_names, flatten, option_table, raise_problems, type_problems
 from minimax.release_config import is_release_config, release_options
 from minimax.runners.paired import TeacherConfig
 from minimax.runners.plr_family import CurriculumConfig
 from minimax.runners.sfl import SFLConfig
 from minimax.run_logs import write_atomically
-from minimax.config_checks import (METHODS, MUTATION_METHODS, PLR_METHODS, TEACHER_METHODS, Method,  # noqa: F401
-                                   episode_limit, problems)
 
 PresetName = Literal["dr", "plr", "accel", "pplr", "paccel", "paired", "pop_paired", "minimax_adversary",
                      "dr_s5", "plr_s5", "accel_s5", "pplr_s5", "paccel_s5", "paired_s5", "sfl"]
