@@ -61,7 +61,7 @@ def paired_breakdown(runner: PAIREDRunner, state, repeats: int) -> dict:
 
     def design(key, teacher):
         return design_levels(key, runner.teacher_env, runner.teacher_params, teacher.apply_fn, teacher.params,
-                             runner.teacher_model.initial_carry(n), n)
+                             runner.teacher_model.initial_carry(n), n, unroll=runner.teacher_ppo.unroll)
 
     def play(key, params, levels):
         def one(key, p):
