@@ -28,7 +28,8 @@ from minimax.config_checks import (METHODS, MUTATION_METHODS, PLR_METHODS, TEACH
                                    episode_limit, problems)
 from minimax.config_groups import EnvConfig, EvalConfig, ModelConfig
 from minimax.envs.registry import get_env
-from minimax.options import ConfigError, flag_names, flatten, option_table, raise_problems, type_problems
+from minimax.options import (ConfigError, flag_names, flatten, option_table, raise_problems, read_config_json,
+                             type_problems)
 from minimax.release_config import is_release_config, release_options
 from minimax.runners.paired import TeacherConfig
 from minimax.runners.plr_family import CurriculumConfig
@@ -243,12 +244,7 @@ class TrainConfig:
 
     @classmethod
     def load(cls, path) -> "TrainConfig":
-        try:
-            values = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            raise ConfigError(f"cannot read config {path}: {e}") from None
-        if not isinstance(values, dict):
-            raise ConfigError(f"config {path}: expected a JSON object of options, got {type(values).__name__}")
+        values = read_config_json(path)
         if is_release_config(values):  # the minimax release's configs/<env>/*.json
             from minimax.presets import PRESETS  # noqa: PLC0415  (presets are built from this module)
 

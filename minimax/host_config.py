@@ -28,7 +28,7 @@ import tyro
 
 from minimax.agents.ppo import PPOConfig
 from minimax.curricula.level_sampler import SamplerConfig
-from minimax.options import ConfigError, check
+from minimax.options import ConfigError, check, read_config_json
 from minimax.run_logs import write_atomically
 
 HostMethod = Literal["dr", "plr", "robust_plr"]
@@ -169,10 +169,7 @@ class HostTrainConfig:
 
     @classmethod
     def load(cls, path) -> "HostTrainConfig":
-        try:
-            values = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            raise ConfigError(f"cannot read config {path}: {e}") from None
+        values = read_config_json(path)
         values.pop("kind", None)
         try:
             values["ppo"] = PPOConfig(**values["ppo"])

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import math
 import typing
+from pathlib import Path
 from typing import Iterable, Literal
 
 import tyro
@@ -124,6 +126,18 @@ def check(obj, rules) -> None:
     c.literals()
     rules(c)
     raise_problems(c.problems)
+
+
+def read_config_json(path) -> dict:
+    """A saved `config.json` as a dict, or one `ConfigError` naming the file: unreadable, not JSON, or
+    JSON that is not an object of options (shared by the JAX-env and host-env run configs)."""
+    try:
+        values = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ConfigError(f"cannot read config {path}: {e}") from None
+    if not isinstance(values, dict):
+        raise ConfigError(f"config {path}: expected a JSON object of options, got {type(values).__name__}")
+    return values
 
 
 def raise_problems(problems: Iterable[str]) -> None:

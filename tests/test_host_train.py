@@ -16,6 +16,7 @@ except ModuleNotFoundError as e:  # CI installs procgen (.ci/run); elsewhere the
 
 from minimax.agents.ppo import ppo_update  # noqa: E402
 from minimax.host_config import PROCGEN_PPO, HostTrainConfig  # noqa: E402
+from minimax.options import ConfigError  # noqa: E402
 from minimax.host_learner import HostLearner  # noqa: E402
 from minimax.host_train import HostRun, train  # noqa: E402
 from minimax.models.impala import ImpalaActorCritic  # noqa: E402
@@ -82,6 +83,17 @@ def test_bad_input_is_one_line(argv, message, tmp_path, capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("text, message", [("[1, 2]", "expected a JSON object of options, got list"),
+                                           ("{not json", "cannot read config"),
+                                           ('{"kind": "host"}', "is no host-environment run config")])
+def test_a_damaged_run_config_is_one_error_naming_the_file(tmp_path, text, message):
+    path = tmp_path / "config.json"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message) as e:
+        HostTrainConfig.load(path)
+    assert str(path) in str(e.value)
 
 
 def test_robust_plr_trains_only_after_replays_and_resumes_exactly(tmp_path, capsys):
