@@ -41,7 +41,6 @@ from minimax.saved_policies import EvaluateError, Policy, load_policies, run_con
 from minimax.stats import cvar_of_worst
 
 
-
 DEFAULT_SUITE = "default"
 """`--suite default`: the environment's benchmark suite (`UEDEnv.test_suite`; AMaze: dcd12)."""
 

@@ -40,7 +40,9 @@ class Policy:
     def agent(self) -> str:
         """Which of the run's agents this is, where a run trains several (PAIRED and relatives)."""
         index = getattr(RUNNERS[self.cfg.method], "evaluated_agent", None)
-        return "" if index is None else f"its protagonist: student {index} of {self.cfg.teacher.students_for(self.cfg.method)}"
+        if index is None:
+            return ""
+        return f"its protagonist: student {index} of {self.cfg.teacher.students_for(self.cfg.method)}"
 
 
 def run_config(run_dir) -> TrainConfig:
