@@ -3,8 +3,8 @@
 Reads the minimax release's runs (`release_runs.json`: per config and seed, the loop's ticks, its
 `steps` column and `n_updates` when it stopped) and ours (run directories of `train.py`, their last
 log row per seed), and prints one markdown row per method: each side's cycles and env steps per
-seed, their mean with a Student-t 95% interval (`minimax.stats.mean_ci`), and the expectation from
-the method's replay schedule (`minimax.reproduce_table.expected_budget`).
+seed, their mean with a Student-t 95% interval (`minimax.core.stats.mean_ci`), and the expectation from
+the method's replay schedule (`minimax.cli.reproduce_table.expected_budget`).
 
     python benchmarks/budget_parity.py --release benchmarks/results/budget_release/release_runs.json \\
         --run plr=benchmarks/results/budget_release/ours_plr --run accel=... --run pplr=...
@@ -17,9 +17,9 @@ import json
 from pathlib import Path
 
 from minimax.config import TrainConfig
-from minimax.reproduce_table import expected_budget
-from minimax.run_logs import read_rows
-from minimax.stats import mean_ci
+from minimax.cli.reproduce_table import expected_budget
+from minimax.training.run_logs import read_rows
+from minimax.core.stats import mean_ci
 
 RELEASE_CONFIG = {"plr": "maze/plr.json", "accel": "maze/accel.json", "pplr": "maze/pplr.json",
                   "paccel": "maze/paccel.json"}

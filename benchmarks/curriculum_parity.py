@@ -3,7 +3,7 @@
 Reads per-cycle JSONL logs of several sources (ours from `learning_parity.py`'s
 `ours_curriculum.jsonl`; the minimax release from its driver, converted to the same fields)
 and compares them per window of `--window` cycles: for every statistic, each seed's window
-value, then across seeds the mean and a Student-t 95% interval (`minimax.stats.mean_ci`).
+value, then across seeds the mean and a Student-t 95% interval (`minimax.core.stats.mean_ci`).
 A row whose intervals do not overlap between the first source and another is marked
 `DISJOINT`: a difference to explain or fix.
 
@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from minimax.stats import mean_ci  # noqa: E402
+from minimax.core.stats import mean_ci  # noqa: E402
 
 GROUPS = ("new", "replay", "mutated")
 RATIOS = [(f"{g}/{name}", f"{g}/{num}", f"{g}/{den}") for g in GROUPS for name, num, den in (

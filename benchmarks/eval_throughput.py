@@ -39,9 +39,9 @@ import time
 import jax
 import numpy as np
 
-from minimax.presets import PRESETS
+from minimax.config import PRESETS
 from minimax.envs.maze.ood import get_suite
-from minimax.build import build_runner, env_params, level_generator, make_eval_runner
+from minimax.training.builder import build_runner, env_params, level_generator, make_eval_runner
 
 
 def _loop_steps(lengths: np.ndarray, chunk: int) -> int:

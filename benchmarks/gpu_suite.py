@@ -27,11 +27,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from train_throughput import warm_buffer  # noqa: E402
-from minimax.budget import make_chunk  # noqa: E402
-from minimax.build import build_runner, device_layout  # noqa: E402
-from minimax.devices import distribute_init, distribute_step  # noqa: E402
-from minimax.presets import PRESETS  # noqa: E402
-from minimax.train import seed_keys  # noqa: E402
+from minimax.training.budget import make_chunk  # noqa: E402
+from minimax.training.builder import build_runner, device_layout  # noqa: E402
+from minimax.training.devices import distribute_init, distribute_step  # noqa: E402
+from minimax.config import PRESETS  # noqa: E402
+from minimax.training.loop import seed_keys  # noqa: E402
 
 TABLE_2 = ("dr", "paired", "plr", "pplr", "accel", "paccel")
 TINY = dict(num_envs=8, num_steps=16, recurrent_size=16, buffer_size=64, maze_height=7, maze_width=7, n_walls=5,

@@ -7,7 +7,7 @@ per update and per seed, the sum of the returns, the number solved and the count
 training episodes that ended in that update. It then aggregates per `--window` updates:
 per seed the mean return and solved rate of the training episodes that ended in the window
 (window sums over window counts, so every episode weighs the same), then across seeds the
-mean and a Student-t 95% confidence interval (`minimax.stats.mean_ci`); reference logs
+mean and a Student-t 95% confidence interval (`minimax.core.stats.mean_ci`); reference logs
 given with `--reference NAME=PATH` are aggregated the same way and shown side by side.
 
     python benchmarks/learning_parity.py --out runs/parity-dr                  # 5 seeds x 400 updates
@@ -33,7 +33,7 @@ files, or a glob; several files are merged, e.g. one per seed) come in one of th
   * per-update CSV, the format of ours.csv: columns update, seed, return_sum, solved_sum,
     episodes (a `source` column, if any, is ignored: NAME names the source);
   * JSONL with the same fields, one object per line;
-  * a minimax run's `metrics.jsonl` (`train.py`, `python -m minimax.reproduce`): its per-seed
+  * a minimax run's `metrics.jsonl` (`train.py`, `python -m minimax.cli.reproduce`): its per-seed
     rows (every `--log-every` updates: `train/return`, `train/solved_rate`, `episodes`) become
     chunk sums, so a window must be a multiple of the run's `--log-every`;
   * per-window CSV: columns update, seed, return, solved, where `update` is the last update
@@ -109,8 +109,8 @@ def jax_versions() -> str:
 def build_config(preset: str, updates: int, seeds: list[int], sets: list[str]):
     """The preset with `num_updates` = `updates`, the seeds, and `--set key=value` overrides."""
     from minimax.config import ConfigError, TrainConfig  # noqa: PLC0415
-    from minimax.presets import PRESETS  # noqa: PLC0415
-    from minimax.options import parse_assignments  # noqa: PLC0415
+    from minimax.config import PRESETS  # noqa: PLC0415
+    from minimax.core.options import parse_assignments  # noqa: PLC0415
 
     if preset not in PRESETS:
         raise ParityError(f"--preset must be one of {', '.join(PRESETS)}, got {preset!r}")
@@ -195,12 +195,12 @@ def train(args, out: Path) -> None:
     """Train (or resume) and append one CSV row per update and seed after every chunk."""
     import jax  # noqa: PLC0415
 
-    from minimax.checkpoint import Checkpointer  # noqa: PLC0415
-    from minimax.devices import distribute_init, distribute_step, to_host  # noqa: PLC0415
-    from minimax.build import build_runner, device_layout  # noqa: PLC0415
+    from minimax.training.checkpoint import Checkpointer  # noqa: PLC0415
+    from minimax.training.devices import distribute_init, distribute_step, to_host  # noqa: PLC0415
+    from minimax.training.builder import build_runner, device_layout  # noqa: PLC0415
     from minimax.config import TrainConfig  # noqa: PLC0415
-    from minimax.train import seed_keys  # noqa: PLC0415
-    from minimax.budget import make_chunk  # noqa: PLC0415
+    from minimax.training.loop import seed_keys  # noqa: PLC0415
+    from minimax.training.budget import make_chunk  # noqa: PLC0415
 
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     cfg, overrides = build_config(args.preset, args.updates, seeds, args.set)
@@ -428,7 +428,7 @@ def seed_windows(src: Source, window: int) -> dict:
 
 def aggregate(per_seed: dict) -> dict:
     """{window end: {"return": (mean, lo, hi), "solved": (...), "n": seeds, "seeds": {seed: (r, s)}}}."""
-    from minimax.stats import mean_ci  # noqa: PLC0415
+    from minimax.core.stats import mean_ci  # noqa: PLC0415
 
     ends = sorted({e for w in per_seed.values() for e in w})
     out = {}
@@ -604,7 +604,7 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.splitlines()[1:]))
-    p.add_argument("--preset", default="dr", help="preset to train (minimax.config.PRESETS): dr, plr, ...")
+    p.add_argument("--preset", default="dr", help="preset to train (minimax.config.tree.PRESETS): dr, plr, ...")
     p.add_argument("--updates", type=int, default=400,
                    help="updates to train; with --report-only, the last update reported (default 400)")
     p.add_argument("--seeds", type=int, default=5, help="seeds, vmapped in one program (default 5)")

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from minimax.run_logs import read_rows
-from minimax.stats import mean_ci
+from minimax.training.run_logs import read_rows
+from minimax.core.stats import mean_ci
 
 
 def cell(values) -> str:

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from minimax.stats import mean_ci  # noqa: E402
+from minimax.core.stats import mean_ci  # noqa: E402
 
 REDUCED = ["--num-envs", "16", "--num-steps", "64", "--n-minibatches", "4", "--impala-channels", "8", "16", "16",
            "--hidden", "64", "--num-train-levels", "50", "--eval-every", "10", "--eval-episodes", "10",
@@ -26,7 +26,7 @@ REDUCED = ["--num-envs", "16", "--num-steps", "64", "--n-minibatches", "4", "--i
 
 
 def _ci(x):
-    """`(mean, half-width of the 95% Student-t interval)` over seeds (`minimax.stats.mean_ci`)."""
+    """`(mean, half-width of the 95% Student-t interval)` over seeds (`minimax.core.stats.mean_ci`)."""
     mean, low, high = mean_ci(x)
     return mean, (high - low) / 2
 

@@ -1,7 +1,7 @@
 """Scaling: training env steps per second against seeds (one vmapped program) and devices.
 
 Times the training loop's program (a `lax.scan` over `--chunk` updates) exactly as
-`train.py` builds it (`minimax.devices`: vmap over seeds, shard_map over devices), after
+`train.py` builds it (`minimax.training.devices`: vmap over seeds, shard_map over devices), after
 compilation and `--warmup` calls. Env steps count every simulated step of every seed.
 
     python benchmarks/scaling.py --seeds 1,2,4,8                 # seeds in one program
@@ -28,11 +28,11 @@ import jax
 
 def measure(preset: str, seeds: int, devices: int, envs: int | None, steps: int | None, chunk: int, repeats: int,
             warmup: int, buffer_size: int | None = None) -> dict:
-    from minimax.presets import PRESETS  # noqa: PLC0415
-    from minimax.devices import distribute_init, distribute_step  # noqa: PLC0415
-    from minimax.build import build_runner, device_layout  # noqa: PLC0415
-    from minimax.train import seed_keys  # noqa: PLC0415
-    from minimax.budget import make_chunk  # noqa: PLC0415
+    from minimax.config import PRESETS  # noqa: PLC0415
+    from minimax.training.devices import distribute_init, distribute_step  # noqa: PLC0415
+    from minimax.training.builder import build_runner, device_layout  # noqa: PLC0415
+    from minimax.training.loop import seed_keys  # noqa: PLC0415
+    from minimax.training.budget import make_chunk  # noqa: PLC0415
 
     overrides = {k: v for k, v in (("num_envs", envs), ("num_steps", steps), ("buffer_size", buffer_size))
                  if v is not None}

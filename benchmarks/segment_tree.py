@@ -19,7 +19,7 @@ import time
 import numpy as np
 from machine import cpu_model
 
-from minimax.curricula.segment_tree import SumTree
+from minimax.host.segment_tree import SumTree
 
 
 def per_call_us(fn, round_s: float, rounds: int = 5) -> float:

@@ -19,10 +19,10 @@ import time
 import jax
 import jax.numpy as jnp
 
-from minimax.build import build_runner
+from minimax.training.builder import build_runner
 from minimax.config import TrainConfig
-from minimax.presets import PRESETS
-from minimax.options import parse_assignments
+from minimax.config import PRESETS
+from minimax.core.options import parse_assignments
 
 
 def timed(fn, repeats):

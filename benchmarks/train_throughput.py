@@ -31,16 +31,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from minimax.config import ConfigError, TrainConfig
-from minimax.presets import PRESETS
+from minimax.config import PRESETS
 from minimax.models.s5 import resolve_scan
-from minimax.options import parse_assignments
-from minimax.build import build_runner
+from minimax.core.options import parse_assignments
+from minimax.training.builder import build_runner
 from minimax.agents.ppo import ppo_update
 from minimax.runners import PAIREDRunner
 from minimax.runners.design import design_levels
 from minimax.runners.rollout import play_levels, ppo_batch
-from minimax.budget import make_chunk
-from minimax.devices import distribute_step
+from minimax.training.budget import make_chunk
+from minimax.training.devices import distribute_step
 
 
 def best_time(fn, *args, repeats: int) -> float:

@@ -13,11 +13,11 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from minimax.config import TrainConfig  # noqa: E402
-from minimax.presets import PRESETS  # noqa: E402
-from minimax.devices import DeviceError, distribute_init, distribute_step  # noqa: E402
-from minimax.build import build_runner, device_layout  # noqa: E402
-from minimax.train import seed_keys, train  # noqa: E402
-from minimax.budget import make_chunk  # noqa: E402
+from minimax.config import PRESETS  # noqa: E402
+from minimax.training.devices import DeviceError, distribute_init, distribute_step  # noqa: E402
+from minimax.training.builder import build_runner, device_layout  # noqa: E402
+from minimax.training.loop import seed_keys, train  # noqa: E402
+from minimax.training.budget import make_chunk  # noqa: E402
 
 TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_actions=3, recurrent_size=16,
             num_envs=8, num_steps=16, n_epochs=2, lr=3e-3, progress=False)

@@ -1,4 +1,4 @@
-"""The training budget (`minimax/budget.py`): `--num-updates N` is N PPO updates of the student, as
+"""The training budget (`minimax/training/budget.py`): `--num-updates N` is N PPO updates of the student, as
 the minimax release's loop counts them, for every seed of a program; a run that cannot train stops
 with an error instead of looping forever; `cycles` and `env_steps` budgets keep other comparisons."""
 
@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 from flax import struct
 
-from minimax.budget import STALLED, make_chunk, max_idle_cycles
+from minimax.training.budget import STALLED, make_chunk, max_idle_cycles
 from minimax.config import TrainConfig
-from minimax.experiments import experiment_groups
-from minimax.metrics import summarize
-from minimax.run_logs import read_rows
-from minimax.train import BudgetStalled, train
-from minimax.train_cli import main, parse_config
+from minimax.config.experiments import experiment_groups
+from minimax.core.metrics import summarize
+from minimax.training.run_logs import read_rows
+from minimax.training.loop import BudgetStalled, train
+from minimax.cli.train import main
+from minimax.training.cli import parse_config
 from run_helpers import tiny, without_timing
 
 

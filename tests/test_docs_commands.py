@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from minimax.evaluate import parse_args
-from minimax.presets import PRESETS
-from minimax.host_config import HostTrainConfig, parse_host_config
-from minimax.train_cli import _host_env_run, parse_config
+from minimax.evaluation.evaluate import parse_args
+from minimax.config import PRESETS
+from minimax.host.config import HostTrainConfig, parse_host_config
+from minimax.cli.train import is_host_env_run
+from minimax.training.cli import parse_config
 from release_configs import release_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +48,7 @@ def test_a_documented_training_command_parses(where, argv, tmp_path, monkeypatch
     release = tmp_path / "path/to/minimax/src/minimax/config/configs/maze/plr.json"
     release.parent.mkdir(parents=True)
     release.write_text(json.dumps(release_config("plr")))
-    if _host_env_run(argv):  # --env procgen-<game>: the host-environment loop's own options
+    if is_host_env_run(argv):  # --env procgen-<game>: the host-environment loop's own options
         saved = HostTrainConfig(env="procgen-bigfish", method="plr", seed=0)
         saved.run_dir.mkdir(parents=True)
         saved.save(saved.run_dir / "config.json")

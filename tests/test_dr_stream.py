@@ -4,7 +4,7 @@ the minimax release's stream (fresh levels every update, the carry kept), for co
 import jax
 import numpy as np
 
-from minimax.build import build_runner
+from minimax.training.builder import build_runner
 from minimax.config import TrainConfig
 
 TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_actions=3, recurrent_size=8,

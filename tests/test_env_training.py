@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from minimax.evaluate import main as evaluate_main
-from minimax.run_logs import read_rows
-from minimax.train import train
-from minimax.train_cli import main
+from minimax.evaluation.evaluate import main as evaluate_main
+from minimax.training.run_logs import read_rows
+from minimax.training.loop import train
+from minimax.cli.train import main
 from run_helpers import tiny, without_timing
 
 CLASSIC = dict(recurrent_cell="none", mlp_hidden=16, num_envs=8, num_steps=16, num_updates=8, log_every=4,

@@ -10,17 +10,17 @@ import numpy as np
 import pytest
 
 from minimax.agents.distributions import Categorical
-from minimax.checkpoint import Checkpointer
+from minimax.training.checkpoint import Checkpointer
 from minimax.config import TrainConfig
 from minimax.envs.maze import AMaze, Level, MazeParams
 from minimax.envs.maze.env import FORWARD, LEFT, RIGHT
 from minimax.envs.maze.level import DIR_TO_VEC
 from minimax.envs.maze.ood import get_maze, get_suite, list_mazes
 from minimax.envs.maze.spec import MAZE
-from minimax.evaluate import main as evaluate_main
-from minimax.eval_report import summarize
+from minimax.evaluation.evaluate import main as evaluate_main
+from minimax.evaluation.report import summarize
 from minimax.runners.eval import EvalRunner, evaluate_levels
-from minimax.stats import cvar_of_worst, mean_ci
+from minimax.core.stats import cvar_of_worst, mean_ci
 
 
 def shortest_actions(level: Level) -> list[int] | None:
@@ -148,7 +148,7 @@ TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_acti
 def make_run(out_dir, name, seed, diverged=False, **overrides):
     """A run directory with a config and an initial checkpoint, as train.py would leave it (with
     `diverged`, as a diverged run of an older version left it: NaN parameters)."""
-    from minimax.build import build_runner  # noqa: PLC0415
+    from minimax.training.builder import build_runner  # noqa: PLC0415
 
     cfg = TrainConfig.from_options(**{**TINY, "out_dir": str(out_dir), "run_name": name, "seed": seed, **overrides})
     cfg.run_dir.mkdir(parents=True)
@@ -281,8 +281,8 @@ def test_bad_inputs_are_one_line_errors(run_dirs, capsys, args, message):
 def test_a_host_environment_run_is_named_not_misread(tmp_path):
     """The JAX-environment loader on a Procgen run says what it is, in one line (evaluate.py scores host
     runs on their own: tests/test_host_evaluate.py)."""
-    from minimax.saved_policies import EvaluateError, load_policies
-    from minimax.host_config import HostTrainConfig
+    from minimax.evaluation.saved_policies import EvaluateError, load_policies
+    from minimax.host.config import HostTrainConfig
     run = tmp_path / "procgen-bigfish+plr-seed0"
     run.mkdir()
     HostTrainConfig().save(run / "config.json")

@@ -13,15 +13,16 @@ import sys
 
 import pytest
 
-import minimax.train as train_module
-from minimax.checkpoint import Checkpointer, CheckpointError
+import minimax.training.loop as train_module
+from minimax.training.checkpoint import Checkpointer, CheckpointError
 from minimax.config import ConfigError, TrainConfig
-from minimax.metrics import first_nonfinite, mean_row, summarize
-from minimax.run_lock import RunLock
-from minimax.run_logs import RunLogger, read_rows
-from minimax.stop_signals import RunStopped
-from minimax.train import RunError, TrainingDiverged, train
-from minimax.train_cli import main, parse_config
+from minimax.core.metrics import first_nonfinite, mean_row, summarize
+from minimax.training.run_lock import RunLock
+from minimax.training.run_logs import RunLogger, read_rows
+from minimax.training.stop_signals import RunStopped
+from minimax.training.loop import RunError, TrainingDiverged, train
+from minimax.cli.train import main
+from minimax.training.cli import parse_config
 from run_helpers import TINY, without_timing
 from run_helpers import tiny as shared_tiny
 
@@ -123,7 +124,7 @@ def test_a_second_process_on_a_run_fails_naming_the_holder_and_a_dead_ones_lock_
                                                                                             capsys):
     shutil.copytree(reference.run_dir, tmp_path / "reference")
     run_dir = tmp_path / "reference"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from minimax.run_lock import RunLock; "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from minimax.training.run_lock import RunLock; "
                                "lock = RunLock(sys.argv[1]).acquire(); print('locked', flush=True); time.sleep(120)",
                                str(run_dir)], stdout=subprocess.PIPE, text=True)
     try:

@@ -8,14 +8,15 @@ import json
 import pytest
 
 from minimax.config import ConfigError, TrainConfig
-from minimax.eval_report import fresh_out_dir
-from minimax.evaluate import main as evaluate_main
-from minimax.experiments import experiment_groups
-from minimax.presets import PRESETS
-from minimax.progress import Progress
-from minimax.run_logs import read_rows
-from minimax.train import RunError, train
-from minimax.train_cli import main, parse_config
+from minimax.evaluation.report import fresh_out_dir
+from minimax.evaluation.evaluate import main as evaluate_main
+from minimax.config.experiments import experiment_groups
+from minimax.config import PRESETS
+from minimax.training.progress import Progress
+from minimax.training.run_logs import read_rows
+from minimax.training.loop import RunError, train
+from minimax.cli.train import main
+from minimax.training.cli import parse_config
 from run_helpers import tiny
 
 
@@ -98,8 +99,8 @@ def test_an_extended_run_records_its_new_target(tmp_path, capsys):
 
 
 def test_small_samples_keep_rates_in_range_and_leave_out_empty_cvar_fractions():
-    from minimax.eval_report import summarize  # noqa: PLC0415
-    from minimax.evaluate import EvaluateConfig, cvar_alphas  # noqa: PLC0415
+    from minimax.evaluation.report import summarize  # noqa: PLC0415
+    from minimax.evaluation.evaluate import EvaluateConfig, cvar_alphas  # noqa: PLC0415
 
     settings = EvaluateConfig(runs=("r",), cvar=100, alpha=(0.001, 0.01, 0.5, 1.0))
     assert cvar_alphas(settings) == [0.01, 0.5, 1.0]  # floor(0.001 x 100) = 0 levels
@@ -120,7 +121,7 @@ def test_a_failed_restores_leftovers_are_not_printed():
     traceback through sys.unraisablehook) or a TensorStore object's repr."""
     from types import SimpleNamespace  # noqa: PLC0415
 
-    from minimax.checkpoint import _first_line, _is_abandoned_read  # noqa: PLC0415
+    from minimax.training.checkpoint import _first_line, _is_abandoned_read  # noqa: PLC0415
 
     e = Exception("Encountered error while reading array index: (slice(0, 3, 1),). See full TensorStore details: "
                   "<bound method spec of TensorStore({'driver': 'zarr'")

@@ -16,11 +16,11 @@ except ModuleNotFoundError as e:  # CI installs procgen (.ci/run); elsewhere the
 
 from PIL import Image  # noqa: E402
 
-from minimax.evaluate import main as evaluate_main  # noqa: E402
-from minimax.host_config import PROCGEN_PPO, HostTrainConfig  # noqa: E402
+from minimax.evaluation.evaluate import main as evaluate_main  # noqa: E402
+from minimax.host.config import PROCGEN_PPO, HostTrainConfig  # noqa: E402
 from minimax import host_eval  # noqa: E402
-from minimax.host_evaluate import load_host_policy, score_policy  # noqa: E402
-from minimax.host_train import train  # noqa: E402
+from minimax.host.evaluate import load_host_policy, score_policy  # noqa: E402
+from minimax.host.loop import train  # noqa: E402
 
 TINY = dict(env="procgen-bigfish", num_envs=4, num_steps=8, num_train_levels=6, impala_channels=(2, 2, 2), hidden=8,
             eval_every=0, final_eval_episodes=2, checkpoint_every=1, progress=False,

@@ -15,12 +15,12 @@ except ModuleNotFoundError as e:  # CI installs procgen (.ci/run); elsewhere the
     pytest.skip(str(e), allow_module_level=True)
 
 from minimax.agents.ppo import ppo_update  # noqa: E402
-from minimax.host_config import PROCGEN_PPO, HostTrainConfig  # noqa: E402
-from minimax.options import ConfigError  # noqa: E402
-from minimax.host_learner import HostLearner  # noqa: E402
-from minimax.host_train import HostRun, train  # noqa: E402
+from minimax.host.config import PROCGEN_PPO, HostTrainConfig  # noqa: E402
+from minimax.core.options import ConfigError  # noqa: E402
+from minimax.host.learner import HostLearner  # noqa: E402
+from minimax.host.loop import HostRun, train  # noqa: E402
 from minimax.models.impala import ImpalaActorCritic  # noqa: E402
-from minimax.train_cli import main as train_main  # noqa: E402
+from minimax.cli.train import main as train_main  # noqa: E402
 
 TINY = dict(env="procgen-bigfish", num_envs=4, num_steps=8, num_train_levels=6, impala_channels=(2, 2, 2), hidden=8,
             eval_every=2, eval_episodes=2, final_eval_episodes=2, checkpoint_every=1, progress=False,

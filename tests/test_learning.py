@@ -7,8 +7,8 @@ import pytest
 from minimax.config import TrainConfig
 from minimax.envs.maze import AMaze
 from minimax.runners.eval import evaluate_levels
-from minimax.build import build_runner, env_params, level_generator, make_model
-from minimax.budget import make_chunk
+from minimax.training.builder import build_runner, env_params, level_generator, make_model
+from minimax.training.budget import make_chunk
 
 
 @pytest.mark.slow  # 60 PPO updates of 32 envs x 32 steps: ~40 s

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from minimax.curricula.level_sampler import LevelSampler, SamplerConfig
-from minimax.options import ConfigError
+from minimax.host.level_sampler import LevelSampler, SamplerConfig
+from minimax.core.options import ConfigError
 from tests.reference_level_sampler import ReferenceLevelSampler
 
 SEEDS = np.arange(100, 150)

@@ -8,19 +8,19 @@ import numpy as np
 import pytest
 
 from minimax.agents.ppo import ppo_update
-from minimax.budget import make_chunk
-from minimax.build import build_runner, device_layout
-from minimax.checkpoint import Checkpointer
+from minimax.training.budget import make_chunk
+from minimax.training.builder import build_runner, device_layout
+from minimax.training.checkpoint import Checkpointer
 from minimax.config import ConfigError, TrainConfig
-from minimax.devices import distribute_init, distribute_step
-from minimax.presets import PRESETS
+from minimax.training.devices import distribute_init, distribute_step
+from minimax.config import PRESETS
 from minimax.curricula.regret import teacher_score
 from minimax.envs.maze.level import Level
-from minimax.saved_policies import load_policies
-from minimax.train import seed_keys
-from minimax.run_logs import read_rows
+from minimax.evaluation.saved_policies import load_policies
+from minimax.training.loop import seed_keys
+from minimax.training.run_logs import read_rows
 from minimax.runners.rollout import ppo_batch
-from minimax.train import train
+from minimax.training.loop import train
 
 # Episodes of at most 10 steps in rollouts of 24: every student finishes >= 2 episodes per level.
 TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=10, n_actions=3, recurrent_size=8,

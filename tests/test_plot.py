@@ -1,4 +1,4 @@
-"""Learning-curve plots (`minimax.plot`) from synthetic run directories: no JAX, a few seconds."""
+"""Learning-curve plots (`minimax.evaluation.plot`) from synthetic run directories: no JAX, a few seconds."""
 
 import json
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from minimax.plot import group_runs, group_series, load_run, main, panel_keys, plot_runs
+from minimax.evaluation.plot import group_runs, group_series, load_run, main, panel_keys, plot_runs
 
 MAZES = ("SixteenRooms", "Labyrinth")
 BUFFER = {"buffer/size": 10, "buffer/fill_ratio": 0.5, "buffer/mean_score": 0.1, "buffer/max_score": 0.3,

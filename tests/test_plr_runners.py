@@ -7,18 +7,18 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from minimax.checkpoint import Checkpointer
+from minimax.training.checkpoint import Checkpointer
 from minimax.config import ConfigError, TrainConfig
-from minimax.presets import PRESETS
+from minimax.config import PRESETS
 from minimax.curricula.buffer_view import top_levels
 from minimax.curricula.level_buffer import level_hash, offer, replay_weights
 from minimax.envs.maze import level_layout
 from minimax.envs.maze.level import validate_level
-from minimax.run_logs import read_rows
+from minimax.training.run_logs import read_rows
 from minimax.config import PLR_METHODS
-from minimax.build import build_runner
+from minimax.training.builder import build_runner
 from minimax.runners.rollout import ppo_batch
-from minimax.train import train
+from minimax.training.loop import train
 
 # One small config for every runner: episodes end within a rollout, so every level gets a score.
 SMALL = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, n_actions=3, recurrent_size=16,

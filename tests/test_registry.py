@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from minimax.build import build_runner, env_spec, eval_levels
+from minimax.training.builder import build_runner, env_spec, eval_levels
 from minimax.config import ConfigError, TrainConfig
 from minimax.envs.maze.spec import MAZE
 from minimax.envs.registry import env_names, get_env, register
@@ -93,7 +93,7 @@ def test_configs_saved_before_the_environment_defaults_mean_the_same():
 def test_no_suite_hides_behind_evaluates_default():
     """`evaluate.py --suite default` means the env's benchmark suite, so a suite of that name could never be
     chosen (CartPole's and Pendulum's gymnax suite once was): every registered env must avoid it."""
-    from minimax.evaluate import DEFAULT_SUITE
+    from minimax.evaluation.evaluate import DEFAULT_SUITE
 
     for name in env_names():
         spec = get_env(name)

@@ -9,9 +9,10 @@ import json
 import pytest
 
 from minimax.config import ConfigError
-from minimax.presets import PRESETS
-from minimax.run_logs import read_rows
-from minimax.train_cli import main, parse_config
+from minimax.config import PRESETS
+from minimax.training.run_logs import read_rows
+from minimax.cli.train import main
+from minimax.training.cli import parse_config
 from release_configs import OWN, release_config
 
 PRESET = {"dr": "dr", "plr": "plr", "accel": "accel", "pplr": "pplr", "paccel": "paccel", "paired": "paired",

@@ -1,4 +1,4 @@
-"""`python -m minimax.reproduce` end to end at a tiny size: outputs, no retraining on a rerun,
+"""`python -m minimax.cli.reproduce` end to end at a tiny size: outputs, no retraining on a rerun,
 the time limit, resuming an extended run, and one-line errors."""
 
 import json
@@ -6,11 +6,11 @@ import json
 import numpy as np
 import pytest
 
-import minimax.evaluate
-import minimax.train
-from minimax.reproduce import EXIT_RERUN, main
-from minimax.run_logs import read_rows
-from minimax.stats import mean_ci
+import minimax.evaluation.evaluate
+import minimax.training.loop
+from minimax.cli.reproduce import EXIT_RERUN, main
+from minimax.training.run_logs import read_rows
+from minimax.core.stats import mean_ci
 
 # tests/test_scale.py's two-seed DR config (its fresh and resumed training chunks are shared
 # through the test session's compilation cache; periodic evaluation is off), and a small
@@ -80,8 +80,8 @@ def test_reproduce_end_to_end_rerun_time_limit_and_extension(tmp_path, capsys, m
         raise AssertionError("retrained or re-evaluated")
 
     with monkeypatch.context() as patch:
-        patch.setattr(minimax.train, "train", refuse)
-        patch.setattr(minimax.evaluate.PolicyEvaluator, "__call__", refuse)
+        patch.setattr(minimax.training.loop, "train", refuse)
+        patch.setattr(minimax.evaluation.evaluate.PolicyEvaluator, "__call__", refuse)
         main(command(tmp_path, 10))
     again, _ = read(tmp_path)
     assert again == doc
@@ -102,8 +102,8 @@ def test_reproduce_end_to_end_rerun_time_limit_and_extension(tmp_path, capsys, m
 
     # The same command again: the run resumes from its update-15 checkpoint and is evaluated at 20.
     resumed = []
-    original_train = minimax.train.train
-    monkeypatch.setattr(minimax.train, "train", lambda cfg, **kw: (resumed.append(cfg.resume),
+    original_train = minimax.training.loop.train
+    monkeypatch.setattr(minimax.training.loop, "train", lambda cfg, **kw: (resumed.append(cfg.resume),
                                                                    original_train(cfg, **kw))[1])
     main(command(tmp_path, 20, methods="dr"))
     assert resumed == [True]
@@ -143,8 +143,8 @@ def test_bad_inputs_are_one_line_errors(tmp_path, capsys, args, message):
 
 
 def test_the_s5_methods_are_table_4_with_the_reports_numbers():
-    from minimax.reproduce import ReproduceConfig, method_config, parse_methods  # noqa: PLC0415
-    from minimax.reproduce_table import LSTM_METHODS, REPORT  # noqa: PLC0415
+    from minimax.cli.reproduce import ReproduceConfig, method_config, parse_methods  # noqa: PLC0415
+    from minimax.cli.reproduce_table import LSTM_METHODS, REPORT  # noqa: PLC0415
 
     # The minimax report's Table 4, "minimax + S5 policy" rows: solved rate mean ± std of 10 runs, hours.
     table_4 = {"dr_s5": (0.58, 0.05, 2), "paired_s5": (0.58, 0.06, 3), "plr_s5": (0.66, 0.04, 4),

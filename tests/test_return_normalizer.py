@@ -4,7 +4,7 @@ baselines' `VecNormalize(ob=False, ret=True)` + `RunningMeanStd`, and exact resu
 import numpy as np
 import pytest
 
-from minimax.curricula.return_normalizer import ReturnNormalizer
+from minimax.host.return_normalizer import ReturnNormalizer
 
 
 class BaselinesRewardNormalizer:

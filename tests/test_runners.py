@@ -8,10 +8,10 @@ import dataclasses
 import jax
 import pytest
 
-from minimax.build import build_runner
+from minimax.training.builder import build_runner
 from minimax.config import METHODS, PLR_METHODS, TEACHER_METHODS, TrainConfig
-from minimax.metrics import RUNNER_COUNTS
-from minimax.parallel import Shard
+from minimax.core.metrics import RUNNER_COUNTS
+from minimax.core.parallel import Shard
 from minimax.runners import RUNNERS, PAIREDRunner
 from minimax.runners.base import Runner
 
@@ -44,7 +44,7 @@ def test_every_runner_keeps_the_contract(env, method):
         jax.tree.map(lambda _: True, state)
     assert all(v.shape == () for v in metrics.values()), {k: v.shape for k, v in metrics.items() if v.shape}
     assert set(RUNNER_COUNTS) <= set(metrics)
-    for name in metrics:  # every mean has its denominator (minimax.metrics' convention)
+    for name in metrics:  # every mean has its denominator (minimax.core.metrics' convention)
         if name.endswith("_sum"):
             base = name[:-len("_sum")]
             assert f"{base}_count" in metrics or ("/" in base and base.rsplit("/", 1)[0] + "/count" in metrics) \

@@ -165,8 +165,8 @@ def test_scan_choice_and_bad_s5_shapes_fail_with_the_flag_named():
 def test_s5_cores_fit_every_runner_and_the_teacher(preset):
     """The S5 core behind the runners that keep carries in their own ways (PAIRED's student population
     and teacher, the PLR family's replays and mutations): their programs trace with it."""
-    from minimax.build import build_runner  # noqa: PLC0415
-    from minimax.presets import PRESETS  # noqa: PLC0415
+    from minimax.training.builder import build_runner  # noqa: PLC0415
+    from minimax.config import PRESETS  # noqa: PLC0415
 
     small = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, num_envs=4, num_steps=8,
                  recurrent_size=16, buffer_size=8, teacher_n_walls=3, teacher_recurrent_size=16,
@@ -187,9 +187,9 @@ def test_an_s5_run_trains_vmapped_seeds_resumes_exactly_and_evaluates(tmp_path, 
     import json  # noqa: PLC0415
     import shutil  # noqa: PLC0415
 
-    from minimax.evaluate import main as evaluate_main  # noqa: PLC0415
-    from minimax.run_logs import read_rows  # noqa: PLC0415
-    from minimax.train import train  # noqa: PLC0415
+    from minimax.evaluation.evaluate import main as evaluate_main  # noqa: PLC0415
+    from minimax.training.run_logs import read_rows  # noqa: PLC0415
+    from minimax.training.loop import train  # noqa: PLC0415
 
     cfg = TrainConfig.from_options(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_actions=3,
                                    recurrent_cell="s5", recurrent_size=16, s5_layernorm="pre", num_envs=8,

@@ -24,9 +24,9 @@ import numpy as np
 import pytest
 
 from minimax.config import TrainConfig
-from minimax.evaluate import main as evaluate_main
-from minimax.run_logs import read_rows
-from minimax.train import train
+from minimax.evaluation.evaluate import main as evaluate_main
+from minimax.training.run_logs import read_rows
+from minimax.training.loop import train
 import run_helpers
 
 pytestmark = pytest.mark.slow

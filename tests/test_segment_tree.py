@@ -1,4 +1,4 @@
-"""SumTree (minimax/curricula/segment_tree.py): sums, the descent against np.searchsorted, the sampled
+"""SumTree (minimax/host/segment_tree.py): sums, the descent against np.searchsorted, the sampled
 distribution against the weights and against the O(n) sampler, odd capacities, checkpoints, errors.
 
 Statistical tests use fixed seeds (deterministic) and a p > 1e-4 threshold."""
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from minimax.curricula.segment_tree import SumTree
+from minimax.host.segment_tree import SumTree
 
 P_MIN = 1e-4
 

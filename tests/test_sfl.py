@@ -7,14 +7,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from minimax.build import build_runner
+from minimax.training.builder import build_runner
 from minimax.config import ConfigError, TrainConfig
 from minimax.curricula.learnable_set import empty_set, learnability, merge_top
-from minimax.parallel import Shard
-from minimax.run_logs import read_rows
+from minimax.core.parallel import Shard
+from minimax.training.run_logs import read_rows
 from minimax.runners.rollout import outcome_start, outcome_step
-from minimax.train import train
-from minimax.train_cli import main
+from minimax.training.loop import train
+from minimax.cli.train import main
 from run_helpers import tiny, without_timing
 
 SFL_TINY = dict(maze_height=5, maze_width=5, n_walls=6, max_episode_steps=16, n_actions=3, recurrent_size=8,
@@ -147,7 +147,7 @@ def test_sfl_trains_logs_its_set_and_resumes_exactly(sfl_run, tmp_path):
 
 
 def test_sfl_preset_is_the_authors_maze_configuration():
-    from minimax.presets import PRESETS
+    from minimax.config import PRESETS
     c = PRESETS["sfl"]
     assert (c.method, c.num_envs, c.num_steps, c.num_updates) == ("sfl", 256, 256, 4500)
     assert (c.ppo.lr, c.ppo.anneal_lr, c.ppo.gamma, c.ppo.gae_lambda, c.ppo.clip_eps, c.ppo.entropy_coef) == \

@@ -1,4 +1,4 @@
-"""`python -m minimax.sweep`: a grid over options and seeds, one program per grid point (its seeds
+"""`python -m minimax.cli.sweep`: a grid over options and seeds, one program per grid point (its seeds
 vmapped), or the commands for a cluster; a rerun resumes instead of retraining."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from minimax.run_logs import read_rows
-from minimax.sweep import main
+from minimax.training.run_logs import read_rows
+from minimax.cli.sweep import main
 from release_configs import release_config
 
 TINY = ["--maze-height", "5", "--maze-width", "5", "--n-walls", "3", "--max-episode-steps", "32", "--n-actions", "3",

@@ -6,14 +6,15 @@ import jax
 import numpy as np
 import pytest
 
-from minimax.checkpoint import CheckpointError, Checkpointer
+from minimax.training.checkpoint import CheckpointError, Checkpointer
 from minimax.config import ConfigError, TrainConfig
-from minimax.presets import PRESETS
-from minimax.run_logs import read_rows
-from minimax.build import build_runner, env_params, eval_levels
-from minimax.train import RunError, train
-from minimax.train_cli import main, parse_config
-from minimax.budget import make_chunk
+from minimax.config import PRESETS
+from minimax.training.run_logs import read_rows
+from minimax.training.builder import build_runner, env_params, eval_levels
+from minimax.training.loop import RunError, train
+from minimax.cli.train import main
+from minimax.training.cli import parse_config
+from minimax.training.budget import make_chunk
 from run_helpers import tiny, without_timing  # one small config shared by the run-level tests
 
 @pytest.fixture(scope="module")
@@ -192,7 +193,7 @@ def test_a_run_saved_with_a_flat_config_resumes_and_evaluates(reference_run, tmp
     """Run directories from before the config tree hold one flat `config.json` (option: value)."""
     import shutil  # noqa: PLC0415
 
-    from minimax.saved_policies import load_policies  # noqa: PLC0415
+    from minimax.evaluation.saved_policies import load_policies  # noqa: PLC0415
 
     run_dir = tmp_path / "reference"
     shutil.copytree(reference_run.run_dir, run_dir)
@@ -208,7 +209,7 @@ def test_a_run_saved_with_a_flat_config_resumes_and_evaluates(reference_run, tmp
 def test_every_option_is_one_flat_flag_with_help_and_a_home():
     """An option is written once (its field and docstring) and is a flag, a config.json entry and a check."""
     from minimax.config import OPTIONS  # noqa: PLC0415
-    from minimax.options import flag  # noqa: PLC0415
+    from minimax.core.options import flag  # noqa: PLC0415
 
     import contextlib  # noqa: PLC0415
     import io  # noqa: PLC0415

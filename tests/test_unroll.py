@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from minimax.budget import make_chunk
-from minimax.build import build_runner, level_generator, make_model
+from minimax.training.budget import make_chunk
+from minimax.training.builder import build_runner, level_generator, make_model
 from minimax.models.recurrent import lstm_sequence, resolve_unroll
 from minimax.runners.eval import evaluate_levels
 from minimax.runners.rollout import count_outcomes

@@ -28,8 +28,8 @@ import tyro
 from flax import struct
 from flax.training.train_state import TrainState
 
-from minimax.options import check
-from minimax.parallel import NO_SHARD, Shard
+from minimax.core.options import check
+from minimax.core.parallel import NO_SHARD, Shard
 
 
 @struct.dataclass

@@ -50,7 +50,7 @@ from flax import struct
 from minimax.curricula.fingerprints import level_hash, levels_equal
 from minimax.curricula.weights import normalize as _normalize
 from minimax.curricula.weights import transform_weights
-from minimax.options import check
+from minimax.core.options import check
 
 ScoreTransform = Literal["rank", "power", "softmax", "eps_greedy", "top_k"]  # weights.SCORE_TRANSFORMS
 Replacement = Literal["release", "jaxued", "lowest_score"]
@@ -282,6 +282,16 @@ def _merge_offers(slots, scores, max_returns, ok, rule: str):
     return ok & ~(w & (idx[None, :] < idx[:, None])).any(1), mean, best
 
 
+def _target_slot(buf: LevelBuffer, cfg: BufferConfig):
+    """Where a newcomer goes: the first empty slot, else the lowest-scored (`lowest_score`) or
+    lowest replay-weighted entry."""
+    if cfg.replacement == "lowest_score":
+        lowest = lambda b: jnp.argmin(jnp.where(b.filled, b.scores, jnp.inf))  # noqa: E731
+    else:
+        lowest = lambda b: jnp.argmin(jnp.where(b.filled, replay_weights(b, cfg), jnp.inf))  # noqa: E731
+    return jax.lax.cond((~buf.filled).any(), lambda b: jnp.argmax(~b.filled), lowest, buf).astype(jnp.int32)
+
+
 def offer(buffer: LevelBuffer, levels, slots, scores, max_returns, valid, cfg: BufferConfig, mutations=None,
           identity: Callable | None = None, first=None):
     """Fold one played batch of `n` levels into the buffer, one level at a time in batch order
@@ -313,14 +323,6 @@ def offer(buffer: LevelBuffer, levels, slots, scores, max_returns, valid, cfg: B
     # competes again. jaxued and lowest_score: a strictly higher score, staleness 0.
     release = cfg.replacement == "release"
 
-    def target_slot(buf):
-        empty = ~buf.filled
-        if cfg.replacement == "lowest_score":
-            lowest = lambda b: jnp.argmin(jnp.where(b.filled, b.scores, jnp.inf))  # noqa: E731
-        else:
-            lowest = lambda b: jnp.argmin(jnp.where(b.filled, replay_weights(b, cfg), jnp.inf))  # noqa: E731
-        return jax.lax.cond(empty.any(), lambda b: jnp.argmax(~b.filled), lowest, buf).astype(jnp.int32)
-
     mutations0 = buffer.mutations
 
     def one(carry, x):
@@ -330,7 +332,7 @@ def offer(buffer: LevelBuffer, levels, slots, scores, max_returns, valid, cfg: B
         taken = replaced[s]
         back = upd & taken
         upd = upd & ~taken
-        target = target_slot(buf)
+        target = _target_slot(buf, cfg)
         if release:
             # The release: a stored level whose slot a newcomer took earlier in this batch competes for
             # that slot again, as a newcomer would (its own mutation count and staleness come with it).

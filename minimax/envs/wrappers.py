@@ -11,7 +11,7 @@ episode, with the reward, `done` and `info` of the transition that ended it.
 
 The wrappers know nothing of devices: a batch that is one slice of a larger, data-parallel
 one is described by a `BatchPart` argument (any object with its four members;
-`minimax.parallel.Shard` is one), so the environment layer imports nothing from above it.
+`minimax.core.parallel.Shard` is one), so the environment layer imports nothing from above it.
 """
 
 from __future__ import annotations

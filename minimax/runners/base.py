@@ -11,11 +11,11 @@ A runner is one method's whole training step as pure functions of explicit state
   a data-parallel mesh (DR's env streams, per-device level buffers); every other field is
   replicated. Empty when not sharded;
 - `num_envs`, `num_steps`: the global env batch and the rollout length;
-- `metrics`: a flat dict of scalars following `minimax.metrics`' naming convention, with
+- `metrics`: a flat dict of scalars following `minimax.core.metrics`' naming convention, with
   `gradient_updates` (1 for a step that made a PPO update, 0 for one that did not: robust PLR's
   cycles of new levels), `env_steps` and `cycles` (rollout cycles: 1 per step);
 - `trains_every_cycle` (optional, default False): every step makes a PPO update, so the update
-  budget runs one step per update without its loop (`minimax/budget.py`); a runner that may
+  budget runs one step per update without its loop (`minimax/training/budget.py`); a runner that may
   idle gives `max_idle_cycles`, the idle steps after which it is stuck.
 """
 

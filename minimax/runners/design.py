@@ -14,7 +14,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from minimax.parallel import NO_SHARD, Shard
+from minimax.core.parallel import NO_SHARD, Shard
 from minimax.runners.rollout import Rollout, collect_rollout, start_stream
 
 

@@ -8,9 +8,9 @@ observation's value bootstraps the advantages of episodes still running.
 
 Runner contract (every runner follows it): `init(key) -> state` and
 `step(state) -> (state, metrics)`, both pure, jittable and vmappable; `metrics` is a
-flat dict of scalars named by `minimax.metrics`'s convention.
+flat dict of scalars named by `minimax.core.metrics`'s convention.
 
-Data parallel: built with `shard` (see `minimax.parallel`), a runner is the per-device
+Data parallel: built with `shard` (see `minimax.core.parallel`), a runner is the per-device
 program of a `jax.shard_map`: `num_envs` stays the global batch, each device steps
 `num_envs / shard.size` envs, and metrics come out as global sums and means, the same on
 every device.
@@ -27,8 +27,8 @@ from flax.training.train_state import TrainState
 
 from minimax.agents.ppo import PPOConfig, create_train_state, ppo_update
 from minimax.envs.wrappers import GenerateAutoReset
-from minimax.metrics import reduce_over_devices
-from minimax.parallel import NO_SHARD, Shard
+from minimax.core.metrics import reduce_over_devices
+from minimax.core.parallel import NO_SHARD, Shard
 from minimax.runners.rollout import EnvStream, collect_rollout, episode_metrics, ppo_batch, start_stream
 
 

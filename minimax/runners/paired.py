@@ -46,9 +46,10 @@ from flax.training.train_state import TrainState
 
 from minimax.agents.ppo import PPOConfig, create_train_state, ppo_update
 from minimax.curricula.regret import TEACHER_SCORES, teacher_score
-from minimax.metrics import level_metric_sums, mean_sums, reduce_over_devices
-from minimax.options import check
-from minimax.parallel import NO_SHARD, Shard
+from minimax.core.metrics import level_metric_sums, mean_sums, reduce_over_devices
+from minimax.core.options import check
+from minimax.core.parallel import NO_SHARD, Shard
+from minimax.models.s5 import s5_shape_problem
 from minimax.runners.design import design_levels, with_final_reward
 from minimax.runners.rollout import Rollout, episode_metrics, play_levels, ppo_batch
 
@@ -121,8 +122,6 @@ class TeacherConfig:
     def problems(self, method: str, env, model, num_envs: int):
         """This group's values against the method, the maze (`env`, the env group), the batch and the
         S5 shape (`model`, the model group), as messages naming the flags."""
-        from minimax.config_groups import s5_problem  # noqa: PLC0415  (the config layer sits above the runners)
-
         problem = population_problem(self.score_for(method), self.students_for(method), method)
         if problem:
             yield f"{method}: {problem}"
@@ -133,7 +132,8 @@ class TeacherConfig:
         if num_envs > 0 and num_envs % self.teacher_n_minibatches:
             yield f"--teacher-n-minibatches ({self.teacher_n_minibatches}) must divide --num-envs ({num_envs})"
         if self.teacher_recurrent_cell == "s5":
-            problem = s5_problem(self.teacher_recurrent_size, model, "--teacher-recurrent-size")
+            problem = s5_shape_problem(self.teacher_recurrent_size, model.s5_blocks, model.s5_layers,
+                                       ("--teacher-recurrent-size", "--s5-blocks", "--s5-layers"))
             if problem:
                 yield problem
 

@@ -9,7 +9,7 @@ replay decision, rollouts that replay one level per env, scoring, the buffer ope
 (scored, no gradient) and its replay cycles (which train), ACCEL's replay cycles with their
 mutation rollout, and the parallel methods' cycles (no gradient until the buffer is ready).
 `--num-updates` counts PPO updates, as the release does: the training loop runs as many
-cycles as an update takes (`minimax/budget.py`); the logs count `gradient_updates`, `cycles`
+cycles as an update takes (`minimax/training/budget.py`); the logs count `gradient_updates`, `cycles`
 and `env_steps` separately.
 
 Every rollout here runs each env on one level for the whole rollout (an env whose episode
@@ -45,15 +45,15 @@ from flax import struct
 from flax.training.train_state import TrainState
 
 from minimax.agents.ppo import PPOConfig, create_train_state, ppo_update
-from minimax.budget import max_idle_cycles
+from minimax.core.units import max_idle_cycles
 from minimax.curricula.level_buffer import (BufferConfig, LevelBuffer, advance_clock, buffer_stats, fill_ratio,
                                             init_buffer, locate, offer, sample_replay)
 from minimax.curricula.scores import SCORE_FUNCTIONS, ScoreInputs, rollout_max_return, score_levels
 from minimax.curricula.training_set import (REPLAY_SCHEDULES, TrainingSet, draw_new_seeds, init_training_set,
                                             level_from_seed, mark_seen, replay_probability)
-from minimax.metrics import level_metric_sums, mean_sums, reduce_over_devices
-from minimax.options import check
-from minimax.parallel import NO_SHARD, Shard
+from minimax.core.metrics import level_metric_sums, mean_sums, reduce_over_devices
+from minimax.core.options import check
+from minimax.core.parallel import NO_SHARD, Shard
 from minimax.runners.rollout import Rollout, episode_metrics, play_levels, ppo_batch
 
 MutationCriterion = Literal["batch", "easy", "hard"]

@@ -4,7 +4,7 @@ PLR's cycle (`plr.py`) without a gradient on new levels: a cycle of new levels o
 them and offers them to the buffer; only replay cycles train. So the agent learns only from
 curated levels, the property the paper's robustness argument needs. Each cycle is one step;
 about `replay_prob` of them train once the buffer is ready, so one of `--num-updates`' PPO
-updates takes about 1 / `replay_prob` cycles (`minimax/budget.py`).
+updates takes about 1 / `replay_prob` cycles (`minimax/training/budget.py`).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from flax import struct
 from minimax.agents.distributions import sample_per_element
 from minimax.agents.ppo import PPOBatch, PPOConfig, compute_gae
 from minimax.envs.wrappers import ReplayAutoReset
-from minimax.parallel import NO_SHARD, Shard
+from minimax.core.parallel import NO_SHARD, Shard
 
 
 @struct.dataclass

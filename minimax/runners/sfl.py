@@ -37,9 +37,9 @@ from flax.training.train_state import TrainState
 from minimax.agents.ppo import PPOConfig, create_train_state, ppo_update
 from minimax.curricula.learnable_set import LearnableSet, draw, empty_set, learnability, merge_top, set_stats
 from minimax.envs.wrappers import tree_select
-from minimax.metrics import level_metric_sums, mean_sums, reduce_over_devices
-from minimax.options import check
-from minimax.parallel import NO_SHARD, Shard
+from minimax.core.metrics import level_metric_sums, mean_sums, reduce_over_devices
+from minimax.core.options import check
+from minimax.core.parallel import NO_SHARD, Shard
 from minimax.runners.rollout import count_outcomes, episode_metrics, play_levels, ppo_batch
 
 

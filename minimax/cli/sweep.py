@@ -1,0 +1,138 @@
+"""Sweeps: a grid over training options and seeds, run as few programs as possible, or printed as commands.
+
+    python -m minimax.cli.sweep --preset plr --grid lr=1e-4,3e-4 --grid buffer_size=256,4000 --seeds 0,1,2 \\
+        --num-updates 2000                       # 4 runs, one after another, each training 3 seeds in one program
+    python -m minimax.cli.sweep ... --print          # the 4 train.py commands instead, one per line (for a cluster)
+    python -m minimax.cli.sweep --grid-file grid.json --seeds 0-4   # {"lr": [1e-4, 3e-4], ...}, or a release grid
+
+Every grid point is one `train.py` run whose seeds are vmapped in one program (`--seeds`), in its own
+run directory `<out-dir>/<preset>-<option>=<value>-...-seeds<...>`. A grid file is either ours
+(`{option: [values]}`, flat option names) or the minimax release's (`{"args": {argument: [values]}}`,
+what its `make_cmd` expands; each point is then read as `train.py --config` reads a release config).
+Flags other than the sweep's own pass to every run (`--num-updates 2000 --eval-every 200`). A rerun
+of the same sweep resumes each run (`--resume`), never retrains a finished one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from minimax.config import ConfigError, TrainConfig
+from minimax.core.options import flag
+from minimax.config.release import is_release_config
+
+
+def parse_seeds(text: str) -> str:
+    """`0,1,2` or `0-4` -> the comma-separated seeds of `--seeds`."""
+    try:
+        if "-" in text and "," not in text:
+            low, high = (int(v) for v in text.split("-"))
+            return ",".join(str(s) for s in range(low, high + 1))
+        return ",".join(str(int(v)) for v in text.split(","))
+    except ValueError:
+        raise ConfigError(f"--seeds must be like 0,1,2 or 0-4, got {text!r}") from None
+
+
+def grid_points(grid: dict[str, list]) -> list[dict]:
+    """The cartesian product of the grid, in the order its options and values are given."""
+    names = list(grid)
+    return [dict(zip(names, values)) for values in itertools.product(*(grid[n] for n in names))]
+
+
+def parse_grid(items: list[str]) -> dict[str, list]:
+    """`["lr=1e-4,3e-4", ...]` -> `{"lr": ["1e-4", "3e-4"]}` (typed later, as flags)."""
+    grid = {}
+    for item in items:
+        name, sep, values = item.partition("=")
+        if not sep or not values:
+            raise ConfigError(f"--grid takes OPTION=V1,V2,..., got {item!r}")
+        if name.replace("-", "_") not in TrainConfig.option_types():
+            raise ConfigError(f"--grid: unknown option {name!r} (the flags of train.py, without --)")
+        grid[name.replace("-", "_")] = values.split(",")
+    return grid
+
+
+def as_flags(name: str, value: str) -> list[str]:
+    """One grid value as train.py's flags (a bool option is `--x` or `--no-x`)."""
+    if TrainConfig.option_types()[name] is bool:
+        if value.lower() not in ("true", "false"):
+            raise ConfigError(f"--grid: {flag(name)} takes true or false, got {value!r}")
+        return [flag(name) if value.lower() == "true" else "--no-" + flag(name)[2:]]
+    return [flag(name), value]
+
+
+def point_name(preset: str, point: dict, seeds: str) -> str:
+    parts = [f"{k}={v}" for k, v in point.items()]
+    return "-".join([preset, *parts]) + "-seeds" + seeds.replace(",", "-")
+
+
+def commands(args, passthrough: list[str]) -> list[list[str]]:
+    """One `train.py` argument list per grid point."""
+    seeds = parse_seeds(args.seeds)
+    out = []
+    if args.grid_file:
+        try:
+            doc = json.loads(Path(args.grid_file).read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise ConfigError(f"--grid-file {args.grid_file}: {e}") from None
+        if not isinstance(doc, dict) or not all(isinstance(v, list) for v in doc.get("args", doc).values()):
+            raise ConfigError(f"--grid-file {args.grid_file}: expected {{option: [values]}} or a release config")
+        if is_release_config(doc):
+            for i, point in enumerate(grid_points({k: v if isinstance(v, list) else [v] for k, v in doc["args"].items()})):
+                path = Path(args.out_dir) / "sweep-configs" / f"point{i}.json"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps({"args": {k: [v] for k, v in point.items()}}) + "\n")
+                varied = {k: v for k, v in point.items() if len(doc["args"][k]) > 1}
+                name = point_name(TrainConfig.load(path).preset, varied, seeds)
+                out.append(["--config", str(path), "--seeds", seeds, "--out-dir", args.out_dir, "--run-name", name])
+            return [c + passthrough for c in out]
+        grid = {k: [str(x).lower() if isinstance(x, bool) else str(x) for x in v] for k, v in doc.items()}
+    else:
+        grid = parse_grid(args.grid)
+    for point in grid_points(grid):
+        flags = [a for k, v in point.items() for a in as_flags(k, v)]
+        out.append(["--preset", args.preset, *flags, "--seeds", seeds, "--out-dir", args.out_dir,
+                    "--run-name", point_name(args.preset, point, seeds)])
+    return [c + passthrough for c in out]
+
+
+def main(argv: list[str] | None = None) -> None:
+    from minimax.training.loop import RunError, train  # noqa: PLC0415
+    from minimax.training.cli import parse_config  # noqa: PLC0415
+
+    p = argparse.ArgumentParser(prog="python -m minimax.cli.sweep", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--preset", default="dr", help="the preset every grid point starts from")
+    p.add_argument("--grid", action="append", default=[], help="OPTION=V1,V2,... (repeatable: a cartesian product)")
+    p.add_argument("--grid-file", help="a JSON grid: {option: [values]}, or a minimax release config with grids")
+    p.add_argument("--seeds", default="0", help="seeds of every run, vmapped in its one program: 0,1,2 or 0-4")
+    p.add_argument("--out-dir", default="runs", help="where the runs' directories are made")
+    p.add_argument("--print", action="store_true", help="print the train.py commands instead of running them")
+    args, passthrough = p.parse_known_args(sys.argv[1:] if argv is None else argv)
+    try:
+        if not args.grid and not args.grid_file:
+            raise ConfigError("give --grid OPTION=V1,V2 (repeatable) or --grid-file")
+        runs = commands(args, passthrough)
+        configs = [parse_config(c) for c in runs]  # every point checked before any trains
+        if args.print:
+            print("\n".join("python train.py " + shlex.join(c) for c in runs))
+            return
+        for command, cfg in zip(runs, configs):
+            resume = (cfg.run_dir / "config.json").exists()
+            print(f"sweep: {'resuming' if resume else 'training'} {cfg.run_dir}", file=sys.stderr)
+            if resume:  # the run's saved config; the flags passed to every run may extend it
+                cfg = parse_config(["--resume", "--out-dir", str(cfg.run_dir.parent), "--run-name", cfg.run_dir.name,
+                                    *passthrough])
+            train(cfg)
+    except (ConfigError, RunError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+if __name__ == "__main__":
+    main()

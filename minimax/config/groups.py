@@ -1,0 +1,140 @@
+"""The training config's own option groups, those no component module owns: the environment and
+its level generator (`EnvConfig`), the student network (`ModelConfig`) and periodic evaluation
+(`EvalConfig`). Each field is a flag of `train.py` (its docstring the `--help` text); each group
+checks its own values (`__post_init__`), `config.TrainConfig` the ones across groups.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, Literal
+
+import tyro
+
+from minimax.envs.registry import env_names
+from minimax.models.s5 import s5_shape_problem
+from minimax.core.options import check
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvConfig:
+    """The environment and its level generator."""
+
+    env_name: Annotated[str, tyro.conf.arg(name="env")] = "maze"
+    """The UED environment (minimax.envs.registry): maze (AMaze), cartpole or pendulum (gymnax physics as levels),
+    craftax (Craftax-Classic worlds; needs the craftax package). Each reads its own options below."""
+    maze_height: int = 13
+    """Maze interior height in cells."""
+    maze_width: int = 13
+    """Maze interior width in cells."""
+    max_episode_steps: int = 0
+    """Episode step budget on training levels; 0 = the environment's own (maze 250, cartpole 500, pendulum 200,
+    craftax 10000)."""
+    n_walls: int = 60
+    """Wall draws per generated level (with replacement); 0 generates empty levels (ACCEL)."""
+    n_actions: Literal[3, 7] = 7
+    """7 = MiniGrid's full action set (the literature's), 3 = left, right, forward."""
+    agent_view_size: int = 5
+    """Side of the egocentric view (odd)."""
+    normalize_obs: bool = True
+    """Divide observation images by 10."""
+    dr_restart_each_update: bool = False
+    """DR: start every env on a fresh level at each update, dropping the episodes in progress and keeping the
+    recurrent carry, as the minimax release's DR does (for side-by-side comparisons; default: episodes continue)."""
+    train_level_file: str = ""
+    """Train on the levels of this text file (evaluate.py's --levels format) instead of generated ones: DR
+    draws uniformly among them, the PLR family uses them as its finite training set (as --train-levels)."""
+    mutator: str = ""
+    """ACCEL edit, one of the environment's mutators; empty = its first. maze: minimax (the default: nothing / flip
+    a wall / move the goal) or four_edit (add, remove wall, move agent, goal); cartpole, pendulum: perturb;
+    craftax: tiles."""
+
+    def __post_init__(self):
+        check(self, self._rules)
+
+    def _rules(self, c):
+        if self.env_name not in env_names():
+            c.add(f"--env must be one of {', '.join(env_names())}, got {self.env_name!r}")
+        c.positive("maze_height", "maze_width")
+        c.non_negative("n_walls", "max_episode_steps")
+        if c.problems:
+            return
+        h, w = self.maze_height, self.maze_width
+        if h * w < 2:
+            c.add(f"a {h}x{w} maze (--maze-height x --maze-width) has no room for agent and goal")
+        elif self.n_walls > h * w - 2:
+            c.add(f"--n-walls must be <= {h * w - 2} for a {h}x{w} maze, got {self.n_walls}")
+        v = self.agent_view_size
+        if not isinstance(v, int) or v < 3 or v % 2 == 0:
+            c.add(f"--agent-view-size must be an odd int >= 3, got {v!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """The student network (`minimax.models.MazeActorCritic`)."""
+
+    recurrent_cell: Literal["lstm", "gru", "s5", "none"] = "lstm"
+    """Recurrent core of the student network: lstm, gru, or s5 (a stack of S5 state-space layers, whose
+    recurrence runs as one scan over the sequence: --s5-scan; models/s5.py); none: a feedforward student
+    (the MLP of cartpole, pendulum and craftax)."""
+    recurrent_size: int = 256
+    """Units of the recurrent core (S5: the layers' width and state size, half of it complex states)."""
+    s5_layers: int = 2
+    """S5 layers stacked in the core (S5 only; the report's Table 6: 2)."""
+    s5_blocks: int = 2
+    """HiPPO-N blocks the S5 state matrix is initialised from (S5 only; the report swept 1, 2, 4 and chose 2)."""
+    s5_layernorm: Literal["pre", "post", "none"] = "post"
+    """Where each S5 layer normalises: its input (pre) or its residual output (post) (S5 only; Table 6 per method)."""
+    s5_scan: Literal["auto", "parallel", "sequential"] = "auto"
+    """How S5 runs its linear recurrence over a sequence: an associative (parallel) scan, a sequential one, or auto
+    (parallel on GPU/TPU, sequential on CPU, where it is faster). Same results within float rounding."""
+    scan_unroll: int = 0
+    """Time steps per loop iteration of every scan over time (rollouts, GAE, the LSTM / GRU forward and backward,
+    evaluation): a shorter chain of dependent loop iterations for a longer compile, the same results within float
+    rounding. 0 = the backend's default (1 on CPU, 8 on GPU/TPU)."""
+    conv_filters: int = 16
+    """Filters of the 3x3 VALID convolution on the image."""
+    dir_embed_size: int = 5
+    """Size of the agent-direction embedding."""
+    head_hidden: int = 32
+    """Hidden units of the policy and value heads."""
+    mlp_hidden: int = 64
+    """Units of each of the two tanh layers of the MLP student (vector observations: cartpole, pendulum, craftax)."""
+
+    def __post_init__(self):
+        check(self, self._rules)
+
+    def _rules(self, c):
+        c.positive("recurrent_size", "conv_filters", "dir_embed_size", "head_hidden", "mlp_hidden")
+        c.non_negative("scan_unroll")
+        problem = self.recurrent_cell == "s5" and s5_problem(self.recurrent_size, self, "--recurrent-size")
+        if problem and not c.problems:
+            c.add(problem)
+
+
+def s5_problem(size, model: "ModelConfig", size_flag: str) -> str | None:
+    """`models/s5.py: s5_shape_problem` for a core of width `size` (given by `size_flag`) with the
+    model group's S5 shape, naming the flags."""
+    return s5_shape_problem(size, model.s5_blocks, model.s5_layers, (size_flag, "--s5-blocks", "--s5-layers"))
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalConfig:
+    """Periodic evaluation on held-out levels during training."""
+
+    eval_every: int = 100
+    """Evaluate on the --eval-suite levels every this many updates (a multiple of --log-every; 0 = never)."""
+    eval_suite: str = ""
+    """Held-out levels for periodic evaluation: a suite of the environment (maze: validation, dcd12, or
+    comma-separated maze names) or empty for the environment's default (maze: validation)."""
+    eval_episodes: int = 10
+    """Episodes per evaluation level (parallel envs; each env's first episode counts)."""
+    eval_greedy: bool = False
+    """Evaluate with the most likely action instead of sampling."""
+
+    def __post_init__(self):
+        check(self, self._rules)
+
+    def _rules(self, c):
+        c.non_negative("eval_every")
+        c.positive("eval_episodes")

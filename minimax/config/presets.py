@@ -1,0 +1,101 @@
+"""The methods' published configurations, by preset name (`python train.py --preset accel`).
+
+The minimax report's Table 5 (LSTM student) and Table 6 (S5 student, `*_s5`), value for value
+(docs/DESIGN.md lists where the released JSON configs differ), and SFL's authors' maze run
+(`sfl`); `python train.py --preset plr --lr 1e-3` overrides one value. A preset is data (flat options);
+`minimax.config.PRESETS` holds them as `TrainConfig`s. Each preset trains for
+30,000 PPO updates of the student (`--budget updates`), the report's "30k PPO updates".
+"""
+
+from __future__ import annotations
+
+from minimax.config.checks import TEACHER_METHODS
+
+_SHARED = dict(num_updates=30_000, num_envs=32, num_steps=256, n_epochs=5, n_minibatches=1, clip_eps=0.2,
+               clip_value=True, max_grad_norm=0.5, adam_eps=1e-5, value_coef=0.5, gae_lambda=0.98, maze_height=13,
+               maze_width=13, normalize_obs=True, recurrent_cell="lstm", recurrent_size=256,
+               eval_every=100, eval_episodes=10, checkpoint_every=1000)
+"""Shared by every preset. The maze's step budget (250) and evaluation suite (validation) are its
+environment defaults (`envs/maze/spec.py`), so a preset with `--env` keeps that env's own."""
+_PLR = dict(buffer_size=4000, score_function="maxmc", score_transform="rank", staleness_coef=0.3,
+            min_fill_ratio=0.5, unique_levels=True)
+_TEACHER = dict(teacher_lr=1e-4, teacher_gamma=0.995, teacher_gae_lambda=0.98, teacher_entropy_coef=0.05,
+                teacher_value_coef=0.5, teacher_n_epochs=5, teacher_n_minibatches=1, teacher_clip_eps=0.2,
+                teacher_n_walls=60, teacher_noise_dim=50, teacher_replace_wall_pos=True, teacher_conv_filters=128,
+                teacher_recurrent_size=256)
+"""Table 5's PAIRED column for the generator (teacher), with the release's `maze/paired.json` for
+what the table leaves out (design budget, noise, network)."""
+_ACCEL = dict(mutation_criterion="batch", mutation_subsample=4, n_walls=0)  # ACCEL grows levels from empty rooms
+
+TABLE_5 = {
+    # preset: (method, gamma, lr, student entropy, replay rate p, temperature beta, mutations)
+    "dr": ("dr", 0.995, 1e-4, 1e-3, None, None, None),
+    "plr": ("robust_plr", 0.995, 5e-5, 0.0, 0.5, 0.1, None),
+    "accel": ("accel", 0.995, 1e-4, 0.0, 0.8, 0.1, 20),
+    "pplr": ("parallel_plr", 0.999, 1e-4, 0.0, 0.5, 0.3, None),
+    "paccel": ("parallel_accel", 0.995, 1e-4, 0.0, 0.8, 0.1, 10),
+    "paired": ("paired", 0.995, 1e-4, 1e-3, None, None, None),
+    "pop_paired": ("pop_paired", 0.995, 1e-4, 1e-3, None, None, None),
+    "minimax_adversary": ("minimax_adversary", 0.995, 1e-4, 1e-3, None, None, None),
+}
+"""The minimax report's Table 5 (LSTM student), the columns that differ between methods."""
+
+
+TABLE_6 = {
+    # preset: (method, gamma, lr, student entropy, replay rate p, temperature beta, mutations, S5 layer norm)
+    "dr_s5": ("dr", 0.995, 3e-5, 1e-3, None, None, None, "post"),
+    "paired_s5": ("paired", 0.995, 1e-4, 1e-3, None, None, None, "post"),
+    "plr_s5": ("robust_plr", 0.999, 3e-5, 1e-3, 0.5, 0.3, None, "pre"),
+    "pplr_s5": ("parallel_plr", 0.995, 3e-5, 1e-3, 0.5, 0.3, None, "post"),
+    "accel_s5": ("accel", 0.999, 3e-5, 1e-3, 0.8, 0.3, 10, "post"),
+    "paccel_s5": ("parallel_accel", 0.999, 1e-5, 0.0, 0.8, 0.3, 20, "post"),
+}
+"""The minimax report's Table 6 (S5 student), the columns that differ between methods. Shared with
+Table 5: everything in `_SHARED`, `_PLR` (staleness 0.3, buffer 4000, MaxMC, rank) and ACCEL's batch
+mutation of 4; S5: 2 layers, 2 blocks. The PAIRED column's generator entropy is 1e-3 (Table 5: 0.05)."""
+_S5 = dict(recurrent_cell="s5", s5_layers=2, s5_blocks=2)
+
+
+def _preset(name: str) -> dict:
+    if name in TABLE_6:
+        method, gamma, lr, entropy, p, beta, mutations, layernorm = TABLE_6[name]
+    else:
+        (method, gamma, lr, entropy, p, beta, mutations), layernorm = TABLE_5[name], None
+    values = dict(preset=name, method=method, gamma=gamma, lr=lr, entropy_coef=entropy, n_walls=60, **_SHARED)
+    if method in TEACHER_METHODS:
+        values.update(_TEACHER)
+    elif method != "dr":
+        values.update(_PLR, replay_prob=p, temperature=beta)
+    if mutations:
+        values.update(_ACCEL, n_mutations=mutations)
+    if layernorm:
+        values.update(_S5, s5_layernorm=layernorm)
+        if method in TEACHER_METHODS:
+            values.update(teacher_entropy_coef=1e-3)
+    return values
+
+
+SFL_MAZE = dict(preset="sfl", method="sfl", num_updates=4500, num_envs=256, num_steps=256, lr=2.5e-4, anneal_lr=True,
+                gamma=0.99, gae_lambda=0.95, n_epochs=4, n_minibatches=4, clip_eps=0.04, clip_value=True,
+                entropy_coef=0.0, value_coef=0.5, max_grad_norm=0.5, adam_eps=1e-5, n_walls=60, maze_height=13,
+                maze_width=13, normalize_obs=True, recurrent_cell="lstm", recurrent_size=256, eval_every=100,
+                eval_episodes=10, checkpoint_every=1000)
+"""SFL's authors' MiniGrid maze run (`amacrutherford/sampling-for-learnability`, `sfl/train/config/
+minigrid-sfl.yaml` with `env/minigrid.yaml` and `learning/ippo-minigrid.yaml`): 256 envs x 256 steps,
+4 epochs x 4 minibatches, clip 0.04 (ratio and value), gamma 0.99, lambda 0.95, no entropy bonus,
+lr 2.5e-4 annealed linearly, 4,500 updates (the 45 blocks of 100 its loop runs of the nominal 4,577),
+60-wall 13x13 mazes; the sampling options are `SFLConfig`'s defaults. docs/DESIGN.md lists each
+value's source and where we differ."""
+
+
+PRESET_OPTIONS: dict[str, dict] = {**{name: _preset(name) for name in (*TABLE_5, *TABLE_6)}, "sfl": SFL_MAZE}
+"""The methods' published maze configurations, by preset name: the minimax report's with an LSTM
+student (its Table 5; the learned-teacher presets share Table 5's PAIRED column) and with an S5
+student (its Table 6, `*_s5`; the S5 PAIRED teacher keeps Table 5's LSTM network, as the report
+replaces the student's LSTM only), and SFL's authors' (`sfl`), as `{option: value}` by flat option
+name: data, below the config tree (`config/tree.py` builds `PRESETS`, the `TrainConfig`s, from it)."""
+
+
+def preset_method(preset: str) -> str | None:
+    """The method the preset `preset` trains (None for an unknown name)."""
+    return PRESET_OPTIONS[preset]["method"] if preset in PRESET_OPTIONS else None

@@ -1,0 +1,6 @@
+"""The host-environment path (Procgen, gymnasium: environments not written in JAX): its config
+(`config.py`), loop (`loop.py`), compiled learner (`learner.py`), scoring on given levels
+(`scoring.py`), its evaluate command (`evaluate.py`), and the PLR paper's reference level sampler
+(`level_sampler.py`, over `segment_tree.py`) and return normaliser. The environments themselves
+(the host-env contract, Procgen, gymnasium) are in `minimax.envs.host`.
+"""

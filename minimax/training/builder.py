@@ -1,0 +1,153 @@
+"""The builder: a `TrainConfig` -> the parts of its experiment (like PureJaxRL's `make_train`).
+
+Environment, level generator, mutator, model, optimiser settings, runner, device layout and
+evaluator are made here and only here; `train`, `evaluate`, `reproduce`, the benchmarks and
+the tests import them. The component configs (`cfg.ppo`, `cfg.buffer`, `cfg.curriculum`)
+are passed through as they are; the builder only adds what is derived from the whole run.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from minimax.agents.ppo import PPOConfig
+from minimax.models.recurrent import resolve_unroll
+from minimax.config import TEACHER_METHODS, ConfigError, TrainConfig
+from minimax.curricula.training_set import LevelSet
+from minimax.training.devices import DeviceLayout, plan_layout
+from minimax.envs.registry import UEDEnv, get_env
+from minimax.core.parallel import NO_SHARD, Shard
+from minimax.runners import RUNNERS, DRRunner, PAIREDRunner, SFLRunner
+from minimax.runners.eval import EvalRunner, SuiteEvaluator
+
+
+def env_spec(cfg: TrainConfig) -> UEDEnv:
+    """The registered environment of `--env` (`envs/registry.py`): everything env-specific comes from it."""
+    return get_env(cfg.env.env_name)
+
+
+def make_env(cfg: TrainConfig):
+    """The environment (its static settings are `env_params`)."""
+    return env_spec(cfg).make_env(cfg.env)
+
+
+def env_params(cfg: TrainConfig):
+    """The training levels' static env params."""
+    return env_spec(cfg).make_params(cfg.env)
+
+
+def make_model(cfg: TrainConfig):
+    """The student network the environment asks for, with the run's model options."""
+    return env_spec(cfg).make_model(cfg)
+
+
+def ppo_config(cfg: TrainConfig) -> PPOConfig:
+    """`cfg.ppo` with the run's length in gradient steps (the learning-rate annealing's horizon)."""
+    p = cfg.ppo
+    return p.replace(total_gradient_steps=cfg.num_updates * p.n_epochs * p.n_minibatches,
+                     unroll=resolve_unroll(cfg.model.scan_unroll))
+
+
+def level_generator(cfg: TrainConfig):
+    if cfg.env.train_level_file:
+        return load_training_levels(cfg)
+    return env_spec(cfg).make_generator(cfg.env)
+
+
+def load_training_levels(cfg: TrainConfig) -> LevelSet:
+    """The levels of `--train-level-file`, checked by the environment to be fixed training levels."""
+    path, spec = cfg.env.train_level_file, env_spec(cfg)
+    if spec.load_levels is None:
+        raise ConfigError(f"--train-level-file: --env {spec.name} has no level file format")
+    try:
+        entries = spec.load_levels(path)
+    except ValueError as err:
+        raise ConfigError(f"--train-level-file: {err}") from None
+    for entry in entries:
+        problem = spec.check_training_level(entry, cfg.env) if spec.check_training_level else (
+            None if entry.is_fixed else f"{entry.name!r} is not a fixed level")
+        if problem:
+            raise ConfigError(f"--train-level-file {path}: {problem}")
+    return LevelSet(jax.tree.map(lambda *x: jnp.stack(x), *[e.fixed_level for e in entries]))
+
+
+def with_level_file(cfg: TrainConfig) -> tuple[TrainConfig, LevelSet | None]:
+    """`cfg` for the runner, with `--train-level-file`'s levels: the PLR family's finite training
+    set is then the file's levels (`train_levels` = their number)."""
+    if not cfg.env.train_level_file:
+        return cfg, None
+    levels = load_training_levels(cfg)
+    if cfg.method in TEACHER_METHODS:
+        raise ConfigError(f"--train-level-file cannot be used with {cfg.method}: its teacher designs the levels")
+    if cfg.method == "dr":
+        return cfg, levels
+    if cfg.curriculum.train_levels not in (0, levels.size):
+        raise ConfigError(f"--train-levels ({cfg.curriculum.train_levels}) and --train-level-file "
+                          f"({levels.size} levels) disagree: give one of them")
+    try:
+        return cfg.replace(train_levels=levels.size), levels
+    except ConfigError as err:
+        raise ConfigError(f"--train-level-file {cfg.env.train_level_file} holds {levels.size} levels: {err}") from None
+
+
+def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD):
+    """The runner of `cfg` for one seed; `shard`: its device's part of a data-parallel mesh."""
+    runner = RUNNERS[cfg.method]
+    cfg, levels = with_level_file(cfg)
+    spec = env_spec(cfg)
+    if runner is PAIREDRunner:
+        students, teacher = ppo_config(cfg), spec.teacher
+        return PAIREDRunner(make_env(cfg), env_params(cfg), teacher.env, teacher.make_params(cfg), make_model(cfg),
+                            teacher.make_model(cfg), students, cfg.teacher.ppo(students, cfg.num_updates), cfg.num_envs,
+                            cfg.num_steps, n_students=cfg.teacher.students_for(cfg.method),
+                            score=cfg.teacher.score_for(cfg.method), level_metrics=spec.level_metrics, shard=shard)
+    generator = levels if levels is not None else level_generator(cfg)
+    args = (make_env(cfg), env_params(cfg), generator, make_model(cfg), ppo_config(cfg), cfg.num_envs, cfg.num_steps)
+    if runner is DRRunner:
+        return DRRunner(*args, shard=shard, restart_each_update=cfg.env.dr_restart_each_update)
+    if runner is SFLRunner:
+        return SFLRunner(*args, sfl=cfg.sfl, level_metrics=spec.level_metrics, level_facts=spec.level_facts,
+                         shard=shard)
+    mutator = spec.make_mutator(cfg.env.mutator, cfg.curriculum.n_mutations) if runner.mutates else None
+    return runner(*args, buffer=cfg.buffer, curriculum=cfg.curriculum, mutator=mutator,
+                  level_metrics=spec.level_metrics, level_identity=spec.level_identity, shard=shard,
+                  global_buffer=cfg.global_buffer)
+
+
+def device_layout(cfg: TrainConfig) -> DeviceLayout:
+    """Seeds and devices of `cfg` as a mesh; bad combinations are `DeviceError`s naming the flags."""
+    runner, cur = RUNNERS[cfg.method], cfg.curriculum
+    plr_family = runner not in (DRRunner, PAIREDRunner, SFLRunner)
+    per_device_buffer = plr_family and not cfg.global_buffer
+    subsample = cur.mutation_subsample if plr_family and runner.mutates and cur.mutation_criterion != "batch" else 0
+    sampled = (("--sfl-batch-levels", cfg.sfl.sfl_batch_levels),) if runner is SFLRunner else ()
+    return plan_layout(cfg.seed_list, cfg.devices, cfg.num_envs,
+                       cfg.buffer.capacity if per_device_buffer else None, subsample, sampled)
+
+
+def evaluated_params(cfg: TrainConfig, params, multi_seed: bool):
+    """The evaluated policy's part of a run's `train_state.params` (`[seeds, ...]` when `multi_seed`):
+    all of it, or the protagonist of a student population (PAIRED and relatives)."""
+    agent = getattr(RUNNERS[cfg.method], "evaluated_agent", None)
+    if agent is None:
+        return params
+    return jax.tree.map(lambda x: x[:, agent] if multi_seed else x[agent], params)
+
+
+def make_eval_runner(cfg: TrainConfig, episodes: int, greedy: bool = False, **options) -> EvalRunner:
+    """An `EvalRunner` for the policy `cfg` trains (its env, model and observation settings)."""
+    return EvalRunner(make_env(cfg), make_model(cfg), env_params(cfg), episodes, greedy,
+                      level_facts=env_spec(cfg).level_facts, trace_state=env_spec(cfg).trace_state, **options)
+
+
+def make_evaluator(cfg: TrainConfig) -> SuiteEvaluator:
+    """The training loop's periodic evaluation on `--eval-suite`."""
+    e = cfg.eval
+    return SuiteEvaluator(make_eval_runner(cfg, e.eval_episodes, e.eval_greedy), eval_levels(cfg, e.eval_suite))
+
+
+def eval_levels(cfg: TrainConfig, suite: str = ""):
+    """The held-out levels of `suite` (empty: the environment's default suite)."""
+    spec = env_spec(cfg)
+    return spec.held_out(suite.strip() or spec.default_suite)

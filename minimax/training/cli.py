@@ -1,0 +1,114 @@
+"""`python train.py`: the command line of a training run (`minimax.training.loop` is the loop it starts).
+
+The run's config comes from a preset's defaults, or from a saved config (`--config PATH`, or the
+run's own with `--resume`), overridden by the flags; a resumed run keeps every option that
+changes what an update computes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import tyro
+
+from minimax.training.checkpoint import CheckpointError
+from minimax.config import ConfigError, TrainConfig
+from minimax.core.options import flag
+from minimax.config.method_options import unused_options
+from minimax.training.devices import DeviceError, join_hosts
+from minimax.config import PRESETS
+from minimax.training.stop_signals import RunStopped
+from minimax.training.loop import RESUME_OVERRIDABLE, RunError, train
+
+
+def _given(argv: list[str], name: str) -> bool:
+    return any(a == name or a.startswith(name + "=") for a in argv)
+
+
+def parse_config(argv: list[str] | None = None) -> TrainConfig:
+    """The run's config: preset defaults, or a saved config (`--config PATH`, or the run's own
+    with --resume), overridden by the command line.
+
+    A resumed run keeps every option that changes what an update computes; where it lives is
+    not one of them, so a run moved or renamed resumes from its new place (`--out-dir`,
+    `--run-name`)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--preset", default="dr")
+    pre.add_argument("--resume", action="store_true")
+    pre.add_argument("--config")
+    for name in ("run-name", "out-dir", "method", "seed"):
+        pre.add_argument(f"--{name}")
+    known, _ = pre.parse_known_args(argv)
+    if known.resume and _given(argv, "--overwrite"):
+        raise ConfigError("--resume continues the run and --overwrite deletes it to start afresh: give one of them")
+    if known.preset not in PRESETS:
+        raise ConfigError(f"--preset must be one of {', '.join(PRESETS)}, got {known.preset!r}")
+    argv = [a for i, a in enumerate(argv) if not (a == "--config" or a.startswith("--config=")
+                                                   or (i and argv[i - 1] == "--config"))]
+    default = PRESETS[known.preset]
+    if known.config is not None:
+        if known.resume:
+            raise ConfigError("--config starts a new run from a saved config; --resume continues a run with its "
+                              "own config: give one of them")
+        path = Path(known.config)
+        if path.is_dir():
+            path = path / "config.json"
+        if not path.is_file():
+            raise ConfigError(f"--config: no config file at {path}")
+        if _given(argv, "--preset"):
+            raise ConfigError("--preset and --config both give the defaults: give one of them")
+        default = TrainConfig.load(path).replace(resume=False, overwrite=False)
+    saved = None
+    if known.resume and "-h" not in argv and "--help" not in argv:
+        probe = default.replace(**{k: v for k, v in dict(
+            run_name=known.run_name, out_dir=known.out_dir, method=known.method,
+            seed=None if known.seed is None else int(known.seed)).items() if v is not None})
+        path = probe.run_dir / "config.json"
+        if not path.exists():
+            legacy = probe.run_dir.parent / probe.legacy_name
+            hint = (f"; runs started before run names followed the preset are named by method: --run-name "
+                    f"{probe.legacy_name}" if not known.run_name and (legacy / "config.json").exists() else "")
+            raise RunError(f"--resume: no run to resume at {probe.run_dir} (no config.json){hint}")
+        saved = TrainConfig.load(path)
+        if _given(argv, "--preset") and known.preset != saved.preset:
+            raise ConfigError(f"--resume keeps the run's saved config, which started from --preset {saved.preset}: "
+                              f"--preset {known.preset} would change nothing (leave it out)")
+        # Where the run lives now (it may have been moved or renamed) is where it was found.
+        default = saved.replace(resume=True, out_dir=str(probe.run_dir.parent), run_name=probe.run_dir.name)
+    # The groups' flags are flat (`--lr`, not `--ppo.lr`): OmitArgPrefixes.
+    cfg = tyro.cli(tyro.conf.OmitArgPrefixes[TrainConfig], default=default, args=argv, prog="train.py",
+                   description=TrainConfig.__doc__ + " Presets: " + ", ".join(PRESETS) + " (--preset); "
+                   "--config PATH starts from a saved config.json instead.")
+    started_from, never_read = default.options(), unused_options(cfg.method)
+    unused = sorted(n for n, v in cfg.options().items() if n in never_read and v != started_from[n])
+    if unused:
+        raise ConfigError(f"--method {cfg.method} does not use {', '.join(flag(n) for n in unused)}: leave "
+                          f"{'them' if len(unused) > 1 else 'it'} out (or choose a method that reads "
+                          f"{'them' if len(unused) > 1 else 'it'})")
+    if saved is not None:
+        given, kept = cfg.options(), saved.options()
+        changed = [n for n in given if given[n] != kept[n] and n not in RESUME_OVERRIDABLE]
+        if changed:
+            legacy = (" (a run made before --budget existed counted rollout cycles and resumes so)"
+                      if "budget" in changed and kept["budget"] == "cycles" else "")
+            raise ConfigError("--resume keeps the run's saved config; these options differ from it: " + ", ".join(
+                f"{flag(n)} (saved {kept[n]!r}, given {given[n]!r})" for n in changed) + legacy)
+    return cfg
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Train a JAX-environment run from the command line (`minimax.cli.train` picks this path)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        join_hosts(argv)
+        cfg = parse_config(argv)
+        train(cfg)
+    except RunStopped as e:
+        print(e, file=sys.stderr)
+        raise SystemExit(e.exit_status) from None
+    except (ConfigError, RunError, CheckpointError, DeviceError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None

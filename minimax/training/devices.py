@@ -1,0 +1,194 @@
+"""Seeds and devices: how one compiled program trains S seeds on D devices (and H hosts).
+
+The run state of S > 1 seeds has a leading seed axis and the runner's `init` and `step` are
+`vmap`ped over it. With D > 1 devices the program is a `jax.shard_map` over a 2-D mesh
+`(seed, data)` from `jax.make_mesh`: seeds are split over the `seed` axis (gcd(S, D)
+devices: independent seeds need no communication) and the env batch over the `data` axis
+(the remaining devices), where the runner averages gradients with `lax.pmean`. State
+fields a runner keeps per device (`runner.local_fields`: DR's env streams, PLR's per-device
+buffers) carry a device axis after the seed axis in the global state; everything else is
+replicated over `data`. Several hosts form one mesh after `jax.distributed.initialize`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from minimax.core.parallel import NO_SHARD, Shard
+from minimax.runners.base import Runner
+
+DATA_AXIS, SEED_AXIS = "data", "seed"
+
+
+class DeviceError(ValueError):
+    """A device layout cannot work (too many devices, indivisible batch...)."""
+
+
+def initialize_distributed(coordinator_address: str = "", num_processes: int = 0, process_id: int = -1) -> bool:
+    """Join a multi-host run when one is configured (flags, else JAX_COORDINATOR_ADDRESS,
+    JAX_NUM_PROCESSES, JAX_PROCESS_ID); returns whether this is a multi-process run."""
+    address = coordinator_address or os.environ.get("JAX_COORDINATOR_ADDRESS", "")
+    if not address:
+        return False
+    n = num_processes or int(os.environ.get("JAX_NUM_PROCESSES", "0"))
+    pid = process_id if process_id >= 0 else int(os.environ.get("JAX_PROCESS_ID", "-1"))
+    if n < 1 or not 0 <= pid < n:
+        raise DeviceError(f"multi-host run at {address}: need --num-processes >= 1 and 0 <= --process-id < "
+                          f"--num-processes (got {n} and {pid}; or set JAX_NUM_PROCESSES / JAX_PROCESS_ID)")
+    if jax.distributed.is_initialized():
+        return True
+    # (On CPU, cross-process collectives use gloo, JAX's default.)
+    jax.distributed.initialize(coordinator_address=address, num_processes=n, process_id=pid)
+    return True
+
+
+def join_hosts(argv: list[str]) -> bool:
+    """Multi-host from the command line: `jax.distributed.initialize` must run before JAX
+    touches a device (importing `minimax.config.tree` already does, building its presets), so the
+    entry points read the coordinator flags and join the hosts first."""
+    import argparse  # noqa: PLC0415
+
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--coordinator-address", default="")
+    pre.add_argument("--num-processes", type=int, default=0)
+    pre.add_argument("--process-id", type=int, default=-1)
+    known, _ = pre.parse_known_args(argv)
+    return initialize_distributed(known.coordinator_address, known.num_processes, known.process_id)
+
+
+@dataclass(frozen=True)
+class DeviceLayout:
+    """`seeds` trained on a `(seed_devices, data_devices)` mesh (`mesh` None: one device)."""
+
+    seeds: tuple[int, ...]
+    seed_devices: int = 1
+    data_devices: int = 1
+    mesh: object = None
+
+    @property
+    def multi_seed(self) -> bool:
+        return len(self.seeds) > 1
+
+    @property
+    def devices(self) -> int:
+        return self.seed_devices * self.data_devices
+
+    @property
+    def shard(self) -> Shard:
+        return Shard(DATA_AXIS, self.data_devices) if self.data_devices > 1 else NO_SHARD
+
+    def replicated_spec(self):
+        return P(SEED_AXIS) if self.multi_seed else P()
+
+    def local_spec(self):
+        return P(SEED_AXIS, DATA_AXIS) if self.multi_seed else P(DATA_AXIS)
+
+    def sharding(self, spec) -> NamedSharding:
+        return NamedSharding(self.mesh, spec)
+
+
+def plan_layout(seeds, devices: int = 0, num_envs: int | None = None, buffer_size: int | None = None,
+                mutation_subsample: int = 0, other_splits: tuple = ()) -> DeviceLayout:
+    """The mesh for `seeds` on `devices` devices (0 = all), checked against the batch sizes
+    that must split evenly over the data axis (`other_splits`: more `(flag, value)` pairs, e.g.
+    SFL's sampled batch); errors say what to change."""
+    available = jax.devices()
+    d = devices or len(available)
+    if d > len(available):
+        raise DeviceError(f"--devices {d}: only {len(available)} device(s) available "
+                          f"({jax.default_backend()}); use --devices {len(available)} or fewer (on CPU, "
+                          f"XLA_FLAGS=--xla_force_host_platform_device_count=N makes N devices)")
+    seeds = tuple(seeds)
+    if d == 1:
+        return DeviceLayout(seeds)
+    seed_devices = math.gcd(len(seeds), d)
+    data_devices = d // seed_devices
+    for name, value in (("--num-envs", num_envs), ("--buffer-size", buffer_size),
+                        ("--mutation-subsample", mutation_subsample), *other_splits):
+        if value and value % data_devices:
+            raise DeviceError(f"{name} ({value}) must be divisible by the {data_devices} devices the env batch is "
+                              f"split over (--devices {d} with {len(seeds)} seed(s)); change {name} or --devices")
+    # Auto axes: jit places inputs (keys, restored states) as the shard_map specs ask.
+    auto = (jax.sharding.AxisType.Auto,) * 2
+    mesh = jax.make_mesh((seed_devices, data_devices), (SEED_AXIS, DATA_AXIS), axis_types=auto, devices=available[:d])
+    return DeviceLayout(seeds, seed_devices, data_devices, mesh)
+
+
+def _device_axis(layout: DeviceLayout) -> int:
+    return 1 if layout.multi_seed else 0
+
+
+def _state_specs(runner: Runner, layout: DeviceLayout):
+    """A spec per top-level state field (a prefix of the state pytree)."""
+    fields = {f: (layout.local_spec() if f in runner.local_fields else layout.replicated_spec())
+              for f in runner.state_type.__dataclass_fields__}
+    return runner.state_type(**fields)
+
+
+def _map_local(state, runner: Runner, fn):
+    local = runner.local_fields
+    return state.replace(**{f: jax.tree.map(fn, getattr(state, f)) for f in local}) if local else state
+
+
+def distribute_init(runner: Runner, layout: DeviceLayout):
+    """`keys -> state`: `runner.init` per seed (keys `[S]`, or one key), on the layout's devices.
+
+    Seeds are initialised one after another (`lax.map`), not vmapped: on CPU (jax 0.10) a
+    program with two batched QR decompositions (the orthogonal initialisers of the LSTM
+    kernels under vmap) deadlocks, and init runs once, so nothing is lost."""
+    init = (lambda keys: jax.lax.map(runner.init, keys)) if layout.multi_seed else runner.init
+    if layout.mesh is None:
+        return init
+    axis = _device_axis(layout)
+
+    def inner(keys):
+        return _map_local(init(keys), runner, lambda x: jnp.expand_dims(x, axis))
+
+    return jax.shard_map(inner, mesh=layout.mesh, in_specs=(layout.replicated_spec(),),
+                         out_specs=_state_specs(runner, layout), check_vma=False)
+
+
+def distribute_step(fn, runner: Runner, layout: DeviceLayout):
+    """`fn(state, ahead) -> (state, metrics)` of one seed on one device (`budget.make_chunk`) -> the
+    same for every seed (vmap) on every device (shard_map); metrics come out per seed, equal on all
+    devices. `ahead` (int32 per seed, `[S]` or a scalar) may be left out: zeros."""
+    f = jax.vmap(fn) if layout.multi_seed else fn
+    zeros = jnp.zeros((len(layout.seeds),) if layout.multi_seed else (), jnp.int32)
+    if layout.mesh is None:
+        return lambda state, ahead=None: f(state, zeros if ahead is None else ahead)
+    axis = _device_axis(layout)
+
+    def inner(state, ahead):
+        state = _map_local(state, runner, lambda x: jnp.squeeze(x, axis))
+        state, metrics = f(state, ahead)
+        return _map_local(state, runner, lambda x: jnp.expand_dims(x, axis)), metrics
+
+    specs = _state_specs(runner, layout)
+    mapped = jax.shard_map(inner, mesh=layout.mesh, in_specs=(specs, layout.replicated_spec()),
+                           out_specs=(specs, layout.replicated_spec()), check_vma=False)
+    return lambda state, ahead=None: mapped(state, zeros if ahead is None else ahead)
+
+
+def to_host(tree):
+    """Numpy copies of (possibly multi-host) arrays on every process. Every process must call it."""
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils  # noqa: PLC0415
+
+        return multihost_utils.process_allgather(tree, tiled=True)
+    return jax.device_get(tree)
+
+
+def seed_params(params, layout: DeviceLayout) -> list:
+    """Host copies of each seed's parameters (slices of the seed axis when there is one)."""
+    host = to_host(params)
+    if not layout.multi_seed:
+        return [host]
+    return [jax.tree.map(lambda x, i=i: np.asarray(x[i]), host) for i in range(len(layout.seeds))]
