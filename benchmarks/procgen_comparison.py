@@ -5,7 +5,7 @@ for each seed with the host loop (`train.py --env procgen-<game>`), then tabulat
 levels) and training-level returns, normalised with the Procgen paper's constants, with 95% t-intervals
 over seeds: from each run's own final evaluation, and with `--eval-episodes N` also from `evaluate.py` on
 N test levels shared by every run (and N of each run's training levels). `--full` runs the
-PLR paper's protocol (25M steps, 64 envs x 256 steps, IMPALA [16, 32, 32] + 256, 200 levels): a GPU job;
+PLR paper's protocol (25M steps: 1,526 batches of 64 envs x 256 steps, IMPALA [16, 32, 32] + 256, 200 levels): a GPU job;
 the default is a reduced CPU budget (see RESULTS.md for what it can and cannot show).
 """
 
@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from minimax.core.stats import mean_ci  # noqa: E402
 
 REDUCED = ["--num-envs", "16", "--num-steps", "64", "--n-minibatches", "4", "--impala-channels", "8", "16", "16",
-           "--hidden", "64", "--num-train-levels", "50", "--eval-every", "10", "--eval-episodes", "10",
+           "--hidden", "64", "--train-levels", "50", "--eval-every", "10", "--eval-episodes", "10",
            "--final-eval-episodes", "50"]
 
 
@@ -42,7 +42,10 @@ def main(argv=None):
     ap.add_argument("--eval-episodes", type=int, default=0,
                     help="also score every run with evaluate.py on this many shared test levels (0: off)")
     args = ap.parse_args(argv)
-    extra = [] if args.full else REDUCED + ["--num-env-steps", str(args.env_steps)]
+    # Methods compare at equal env steps (robust PLR's rollouts of new levels count, as the PLR papers count them).
+    reduced_batch = 16 * 64  # REDUCED's --num-envs x --num-steps
+    extra = ["--budget", "env_steps"] + ([] if args.full else REDUCED + [
+        "--num-updates", str(-(-args.env_steps // reduced_batch))])
     finals, dirs = {}, {}
     for method in args.methods:
         for seed in args.seeds:

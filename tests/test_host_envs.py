@@ -5,7 +5,6 @@ procgen is not importable (CI installs it: `pip install cffi imageio && pip inst
 procgen-mirror gym3`).
 """
 
-import pickle
 import subprocess
 import sys
 
@@ -13,6 +12,7 @@ import gymnasium
 import numpy as np
 import pytest
 
+from minimax.host.state_files import decode_state, encode_state
 from minimax.envs.host import (
     PROCGEN_GAMES,
     HostEnv,
@@ -196,7 +196,7 @@ def test_procgen_get_state_set_state_resumes_exactly(procgen):
     env = make_host_env("procgen-bigfish", 3, seed=0)
     env.reset([1, 2, 3])
     _rollout(env, np.random.default_rng(0), 40)
-    snapshot = pickle.loads(pickle.dumps(env.get_state()))
+    snapshot = decode_state(encode_state(env.get_state()))  # data: stored without pickle
     first = _rollout(env, np.random.default_rng(1), 150)
     assert any(step[2].any() for step in first)
     env.set_state(snapshot)
@@ -290,13 +290,19 @@ def test_gym_get_state_set_state_resumes_exactly():
     env = make_host_env("gym-CartPole-v1", 4, seed=0)
     env.reset([1, 2, 3, 4])
     _rollout(env, np.random.default_rng(0), 30)
-    snapshot = pickle.loads(pickle.dumps(env.get_state()))
+    snapshot = decode_state(encode_state(env.get_state()))  # data: stored without pickle
     first = _rollout(env, np.random.default_rng(1), 120)
     assert any(step[2].any() for step in first)
     env.set_state(snapshot)
     assert _same(first, _rollout(env, np.random.default_rng(1), 120))
     env.set_state(snapshot)                          # a snapshot can be restored twice
     assert _same(first, _rollout(env, np.random.default_rng(1), 120))
+    other = make_host_env("gym-CartPole-v1", 4, seed=99)   # a new process's env, resumed by replaying actions
+    other.set_state(snapshot)
+    assert _same(first, _rollout(other, np.random.default_rng(1), 120))
+    other.close()
+    with pytest.raises(ValueError, match="does not fit"):
+        make_host_env("gym-CartPole-v1", 3).set_state(snapshot)
     with pytest.raises(RuntimeError, match="rgb_array"):
         env.render(0)
     env.close()

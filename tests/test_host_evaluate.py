@@ -18,13 +18,13 @@ from PIL import Image  # noqa: E402
 
 from minimax.evaluation.evaluate import main as evaluate_main  # noqa: E402
 from minimax.host.config import PROCGEN_PPO, HostTrainConfig  # noqa: E402
-from minimax import host_eval  # noqa: E402
+from minimax.host import scoring  # noqa: E402
 from minimax.host.evaluate import load_host_policy, score_policy  # noqa: E402
 from minimax.host.loop import train  # noqa: E402
 
-TINY = dict(env="procgen-bigfish", num_envs=4, num_steps=8, num_train_levels=6, impala_channels=(2, 2, 2), hidden=8,
+TINY = dict(env="procgen-bigfish", num_envs=4, num_steps=8, train_levels=6, impala_channels=(2, 2, 2), hidden=8,
             eval_every=0, final_eval_episodes=2, checkpoint_every=1, progress=False,
-            ppo=dataclasses.replace(PROCGEN_PPO, n_minibatches=2), num_env_steps=32)
+            ppo=dataclasses.replace(PROCGEN_PPO, n_minibatches=2), num_updates=1)
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def test_seeds_pool_into_one_interval_on_shared_unseen_levels(runs, tmp_path, ca
 def test_test_levels_avoid_every_runs_training_levels():
     rng = np.random.default_rng(0)
     # A space small enough to hit: exclusion must hold against both ranges.
-    levels = host_eval.test_levels(rng, 50, exclude=[range(0, 10**9), range(1_500_000_000, 2**31 - 1)])
+    levels = scoring.test_levels(rng, 50, exclude=[range(0, 10**9), range(1_500_000_000, 2**31 - 1)])
     assert len(set(levels.tolist())) == 50
     assert all(10**9 <= x < 1_500_000_000 for x in levels.tolist())
 
@@ -77,6 +77,8 @@ def test_greedy_play_of_a_level_is_reproducible(runs):
 
 @pytest.mark.parametrize("extra, message", [
     (["--cvar", "10"], "--cvar applies to JAX environments only"),
+    (["--cvar", "0.1"], "--cvar takes a number of levels M (an integer, e.g. --cvar 10000; its alphas are "
+                        "--alpha), got '0.1'"),
     (["--checkpoint", "9"], "no checkpoint for update 9"),
 ])
 def test_bad_input_is_one_line(runs, tmp_path, capsys, extra, message):
@@ -84,7 +86,7 @@ def test_bad_input_is_one_line(runs, tmp_path, capsys, extra, message):
         evaluate_main([str(runs[0]), "--out", str(tmp_path / "x"), *extra])
     assert e.value.code == 2
     err = capsys.readouterr().err
-    assert message in err and "Traceback" not in err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_host_and_jax_runs_are_not_mixed(runs, tmp_path, capsys):
@@ -97,8 +99,8 @@ def test_host_and_jax_runs_are_not_mixed(runs, tmp_path, capsys):
 
 
 def test_a_gymnasium_run_is_scored_and_refuses_a_gif_first(tmp_path, capsys):
-    run = train(HostTrainConfig(env="gym-CartPole-v1", num_envs=4, num_steps=8, hidden=8, num_env_steps=32,
-                                eval_every=0, final_eval_episodes=2, num_train_levels=10, progress=False,
+    run = train(HostTrainConfig(env="gym-CartPole-v1", num_envs=4, num_steps=8, hidden=8, num_updates=1,
+                                eval_every=0, final_eval_episodes=2, train_levels=10, progress=False,
                                 out_dir=str(tmp_path), run_name="cartpole"))
     with pytest.raises(SystemExit):
         evaluate_main([str(run), "--episodes", "3", "--gif", "--out", str(tmp_path / "a")])

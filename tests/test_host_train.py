@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import pickle
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -15,29 +16,32 @@ except ModuleNotFoundError as e:  # CI installs procgen (.ci/run); elsewhere the
     pytest.skip(str(e), allow_module_level=True)
 
 from minimax.agents.ppo import ppo_update  # noqa: E402
-from minimax.host.config import PROCGEN_PPO, HostTrainConfig  # noqa: E402
+from minimax.host.config import PROCGEN_PPO, HostTrainConfig, parse_host_config  # noqa: E402
+from minimax.host.state_files import load_state  # noqa: E402
 from minimax.core.options import ConfigError  # noqa: E402
 from minimax.host.learner import HostLearner  # noqa: E402
 from minimax.host.loop import HostRun, train  # noqa: E402
 from minimax.models.impala import ImpalaActorCritic  # noqa: E402
 from minimax.cli.train import main as train_main  # noqa: E402
 
-TINY = dict(env="procgen-bigfish", num_envs=4, num_steps=8, num_train_levels=6, impala_channels=(2, 2, 2), hidden=8,
+TINY = dict(env="procgen-bigfish", num_envs=4, num_steps=8, train_levels=6, impala_channels=(2, 2, 2), hidden=8,
             eval_every=2, eval_episodes=2, final_eval_episodes=2, checkpoint_every=1, progress=False,
-            ppo=dataclasses.replace(PROCGEN_PPO, n_minibatches=2), num_env_steps=3 * 32)
+            ppo=dataclasses.replace(PROCGEN_PPO, n_minibatches=2), num_updates=3)
+TINY_ARGV = ["--env", "procgen-bigfish", "--num-envs", "4", "--num-steps", "8", "--impala-channels", "2", "2", "2",
+             "--hidden", "8", "--eval-every", "0", "--final-eval-episodes", "2", "--n-minibatches", "2", "--no-progress"]
 
 
 def _final(run_dir):
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    host = pickle.loads(sorted((run_dir / "host_state").glob("*.pkl"), key=lambda p: int(p.stem))[-1].read_bytes())
+    host = load_state(sorted((run_dir / "host_state").glob("*.npz"), key=lambda p: int(p.stem))[-1])
     return rows, host
 
 
 def test_a_resumed_run_continues_exactly(tmp_path):
     straight = train(HostTrainConfig(**TINY, out_dir=str(tmp_path), run_name="straight"))
-    cut = HostTrainConfig(**{**TINY, "num_env_steps": 2 * 32}, out_dir=str(tmp_path), run_name="cut")
+    cut = HostTrainConfig(**{**TINY, "num_updates": 2}, out_dir=str(tmp_path), run_name="cut")
     train(cut)
-    resumed = train(dataclasses.replace(cut, num_env_steps=3 * 32, resume=True))
+    resumed = train(dataclasses.replace(cut, num_updates=3, resume=True))
     (rows_a, host_a), (rows_b, host_b) = _final(straight), _final(resumed)
     assert [r["update"] for r in rows_b] == [1, 2, 3]
     for key in ("value_loss", "policy_loss", "sampler/mean_score", "test_return", "train_levels_return"):
@@ -74,15 +78,23 @@ def test_host_update_is_the_ppo_update():
     (["--env", "procgen-coinrun", "--distribution-mode", "extra-hard"], "extra-hard"),
     (["--env", "procgen-coinrun", "--num-envs", "3", "--num-steps", "3"], "--n-minibatches"),
     (["--env", "procgen-coinrun", "--resume", "--run-name", "nothing-here"], "no run to resume"),
-    (["--env", "procgen-coinrun", "--method", "robust_plr", "--strategy", "random"], "needs a scoring --strategy"),
+    (["--env", "procgen-coinrun", "--method", "robust_plr", "--score-function", "random"], "needs a level score"),
     (["--env", "procgen-coinrun", "--method", "robust_plr", "--partial-episodes", "carry"], "must be flush"),
+    (["--env", "gym-NoSuchEnv-v0"], "--env gym-NoSuchEnv-v0: no such gymnasium environment"),
+    (["--env", "gym-Pendulum-v1"], "only Discrete action spaces"),
+    (["--env", "procgen-coinrun", "--seeds", "0,1"], "--seeds: host-environment runs train one seed per run"),
+    (["--env", "procgen-coinrun", "--num-seeds", "2"], "run one command per --seed"),
+    (["--env", "procgen-coinrun", "--buffer-size", "50"], "its size is --train-levels"),
+    (["--env", "procgen-coinrun", "--num-env-steps", "lots"], "--num-env-steps takes an integer, got 'lots'"),
 ])
 def test_bad_input_is_one_line(argv, message, tmp_path, capsys):
+    """...and leaves nothing behind: no run directory for a run that could not start."""
     with pytest.raises(SystemExit) as e:
-        train_main(argv + ["--out-dir", str(tmp_path)])
+        train_main(argv + ["--out-dir", str(tmp_path / "runs")])
     assert e.value.code == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
 @pytest.mark.parametrize("text, message", [("[1, 2]", "expected a JSON object of options, got list"),
@@ -99,7 +111,7 @@ def test_a_damaged_run_config_is_one_error_naming_the_file(tmp_path, text, messa
 def test_robust_plr_trains_only_after_replays_and_resumes_exactly(tmp_path, capsys):
     """Robust PLR: rollouts of new levels score them without an update, replays train; each env plays one
     level for a whole rollout; a cut run resumes to the same state as a straight one."""
-    robust = {**TINY, "method": "robust_plr", "num_env_steps": 6 * 32}
+    robust = {**TINY, "method": "robust_plr", "budget": "env_steps", "num_updates": 6}  # 6 rollouts
     rows, host = _final(train(HostTrainConfig(**robust, out_dir=str(tmp_path), run_name="straight")))
     assert "trains only on the first 8 steps of each level's episodes" in capsys.readouterr().err
     trained = [r["trained"] for r in rows]
@@ -107,9 +119,9 @@ def test_robust_plr_trains_only_after_replays_and_resumes_exactly(tmp_path, caps
     assert [r["gradient_updates"] for r in rows] == np.cumsum(trained).tolist()
     assert all((r.get("policy_loss") is None) == (r["trained"] == 0.0) for r in rows)
     assert host["gradient_updates"] == sum(trained)
-    cut = HostTrainConfig(**{**robust, "num_env_steps": 3 * 32}, out_dir=str(tmp_path), run_name="cut")
+    cut = HostTrainConfig(**{**robust, "num_updates": 3}, out_dir=str(tmp_path), run_name="cut")
     train(cut)
-    rows_b, host_b = _final(train(dataclasses.replace(cut, num_env_steps=6 * 32, resume=True)))
+    rows_b, host_b = _final(train(dataclasses.replace(cut, num_updates=6, resume=True)))
     assert [r["trained"] for r in rows_b] == trained
     np.testing.assert_allclose(host_b["sampler"]["scores"], host["sampler"]["scores"], rtol=1e-5, atol=1e-7)
     assert rows_b[-1]["value_loss"] == pytest.approx(rows[-1]["value_loss"], rel=1e-5, abs=1e-7)
@@ -137,16 +149,14 @@ def test_robust_plr_trains_only_after_replays_and_resumes_exactly(tmp_path, caps
 def test_time_limit_stops_at_a_checkpoint_and_resume_finishes(tmp_path, capsys):
     """`--time-limit` (a GPU job chained over short calls): exit status 3 after a checkpointed update, and the
     same command with --resume runs to the end."""
-    argv = ["--env", "procgen-bigfish", "--num-envs", "4", "--num-steps", "8", "--num-train-levels", "6",
-            "--impala-channels", "2", "2", "2", "--hidden", "8", "--eval-every", "0", "--final-eval-episodes", "2",
-            "--n-minibatches", "2", "--num-env-steps", "96", "--checkpoint-every", "50", "--no-progress",
-            "--out-dir", str(tmp_path), "--run-name", "chained"]
+    argv = TINY_ARGV + ["--train-levels", "6", "--num-updates", "3", "--checkpoint-every", "50",
+                        "--out-dir", str(tmp_path), "--run-name", "chained"]
     with pytest.raises(SystemExit) as e:
         train_main(argv + ["--time-limit", "1e-6"])
     assert e.value.code == 3
     assert "rerun with --resume" in capsys.readouterr().err
     run_dir = tmp_path / "chained"
-    assert sorted(int(p.stem) for p in (run_dir / "host_state").glob("*.pkl")) == [1]
+    assert sorted(p.name for p in (run_dir / "host_state").iterdir()) == ["1.npz"]
     train_main(argv + ["--resume"])
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [r["update"] for r in rows] == [1, 2, 3] and "final_test_return" in rows[-1]
@@ -155,10 +165,132 @@ def test_time_limit_stops_at_a_checkpoint_and_resume_finishes(tmp_path, capsys):
 def test_a_gymnasium_env_with_vector_observations_learns(tmp_path):
     """The contract is general: CartPole through gymnasium (levels = reset seeds), an MLP student for its
     vector observations, the PLR sampler and the same loop learn to balance (random play: about 22 steps)."""
-    cfg = HostTrainConfig(env="gym-CartPole-v1", num_envs=8, num_steps=128, hidden=64, num_env_steps=25 * 1024,
-                          eval_every=0, final_eval_episodes=16, num_train_levels=200, progress=False,
+    cfg = HostTrainConfig(env="gym-CartPole-v1", num_envs=8, num_steps=128, hidden=64, num_updates=25,
+                          eval_every=0, final_eval_episodes=16, train_levels=200, progress=False,
                           out_dir=str(tmp_path), run_name="cartpole")
     rows, host = _final(train(cfg))
     assert len(rows) == 25 and host["sampler"]["seen"].all()
     assert rows[0]["train_return"] < 40
     assert rows[-1]["final_test_return"] > 100, rows[-1]["final_test_return"]
+
+
+def _rows(run_dir):
+    return [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_the_compiled_paths_option_names_train_a_host_run(tmp_path, capsys):
+    """`--num-updates`, the PLR options under the compiled path's names and its run naming (`<method>-seed<s>`)."""
+    plr = ["--score-function", "pvl", "--score-alpha", "0.5", "--greedy-eps", "0.1", "--replay-schedule", "fixed",
+           "--replay-prob", "0.7", "--temperature", "0.2", "--staleness-coef", "0.2", "--score-transform", "power"]
+    train_main(TINY_ARGV + ["--num-updates", "2", "--train-levels", "6", "--seed", "3", "--out-dir", str(tmp_path),
+                            *plr])
+    assert "warning" not in capsys.readouterr().err
+    run = tmp_path / "plr-seed3"
+    assert [r["update"] for r in _rows(run)] == [1, 2] and _rows(run)[-1]["env_steps"] == 64
+    cfg = HostTrainConfig.load(run / "config.json")
+    assert (cfg.num_updates, cfg.budget, cfg.train_levels) == (2, "updates", 6)
+    s = cfg.sampler
+    assert (s.score_function, s.score_alpha, s.greedy_eps, s.replay_prob, s.temperature, s.staleness_coef,
+            s.score_transform) == ("pvl", 0.5, 0.1, 0.7, 0.2, 0.2, "power")
+
+
+def test_old_host_names_parse_as_the_new_ones_with_a_deprecation_line(tmp_path, capsys):
+    out = ["--env", "procgen-bigfish", "--num-envs", "4", "--num-steps", "8", "--out-dir", str(tmp_path)]
+    old = parse_host_config(out + ["--num-env-steps", "65", "--strategy", "value_l1", "--alpha", "0.5", "--eps=0.1",
+                                   "--nu", "0.25", "--num-train-levels", "6"])
+    err = capsys.readouterr().err
+    for new in ("--num-updates 3 --budget env_steps", "--score-function l1_value_loss", "--score-alpha",
+                "--greedy-eps", "--replay-prob 0.75", "--train-levels"):
+        assert new in err, new
+    assert all(line.startswith("warning: ") and "deprecated" in line or "now called" in line
+               for line in err.strip().splitlines())
+    new = parse_host_config(out + ["--num-updates", "3", "--budget", "env_steps", "--score-function", "l1_value_loss",
+                                   "--score-alpha", "0.5", "--greedy-eps", "0.1", "--replay-prob", "0.75",
+                                   "--train-levels", "6"])
+    assert capsys.readouterr().err == ""
+    assert old == new
+    # The reference's formulas keep their own names: the old TD and entropy scores are not the compiled path's.
+    assert parse_host_config(out + ["--strategy", "one_step_td_error"]).sampler.score_function == \
+        "one_step_td_level_replay"
+    assert parse_host_config(out + ["--strategy", "policy_entropy"]).sampler.score_function == \
+        "normalized_policy_entropy"
+    assert parse_host_config(out + ["--score-function", "policy_entropy"]).sampler.score_function == "policy_entropy"
+
+
+def test_budget_updates_counts_ppo_updates_and_env_steps_counts_rollouts(tmp_path):
+    """Robust PLR's rollouts of new levels train nothing: `--budget updates` runs until N PPO updates,
+    `--budget env_steps` stops after N rollouts whatever they trained."""
+    robust = {**TINY, "method": "robust_plr", "eval_every": 0, "checkpoint_every": 50}
+    rows = _rows(train(HostTrainConfig(**{**robust, "num_updates": 2}, out_dir=str(tmp_path), run_name="u")))
+    assert rows[-1]["gradient_updates"] == 2 and rows[-1]["trained"] == 1.0 and len(rows) > 2
+    rows = _rows(train(HostTrainConfig(**{**robust, "num_updates": 2, "budget": "env_steps"}, out_dir=str(tmp_path),
+                                       run_name="e")))
+    assert len(rows) == 2 and rows[-1]["env_steps"] == 64 and rows[-1]["gradient_updates"] < 2
+
+
+class _RunsCode:
+    """What an attacker's pickle does when it is loaded: here, make a file."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return Path.touch, (Path(self.marker),)
+
+
+def test_a_damaged_foreign_or_pickled_host_state_is_refused_on_resume(tmp_path, capsys):
+    argv = TINY_ARGV + ["--train-levels", "6", "--out-dir", str(tmp_path), "--run-name", "r"]
+    train_main(argv + ["--num-updates", "1"])
+    state = tmp_path / "r" / "host_state" / "1.npz"
+    good = state.read_bytes()
+    foreign = tmp_path / "foreign.npz"
+    np.savez(foreign, scores=np.zeros(3))
+    marker = tmp_path / "pwned"
+    for content, message in [(b"garbage", "not a .npz"), (good[:200], "damaged or no minimax host state"),
+                             (foreign.read_bytes(), "damaged or no minimax host state")]:
+        state.write_bytes(content)
+        with pytest.raises(SystemExit) as e:
+            train_main(argv + ["--resume", "--num-updates", "2"])
+        err = capsys.readouterr().err.strip()
+        assert e.value.code == 2 and message in err and str(state) in err and len(err.splitlines()) == 1, err
+    state.unlink()
+    (tmp_path / "r" / "host_state" / "1.pkl").write_bytes(pickle.dumps(_RunsCode(marker)))
+    with pytest.raises(SystemExit) as e:
+        train_main(argv + ["--resume", "--num-updates", "2"])
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and "is a pickle" in err and "can run code" in err and len(err.splitlines()) == 1, err
+    assert not marker.exists()  # never unpickled
+    assert [r["update"] for r in _rows(tmp_path / "r")] == [1]  # the run is as it was
+
+
+def _old_layout(cfg: dict) -> dict:
+    """A config.json as host runs saved it before the compiled path's names."""
+    cfg = dict(cfg)
+    cfg["num_env_steps"] = cfg.pop("num_updates") * cfg["num_envs"] * cfg["num_steps"]
+    cfg.pop("budget")
+    cfg["num_train_levels"] = cfg.pop("train_levels")
+    s = dict(cfg["sampler"])
+    s["strategy"] = {"l1_value_loss": "value_l1"}[s.pop("score_function")]
+    s["alpha"], s["eps"], s["nu"] = s.pop("score_alpha"), s.pop("greedy_eps"), 1 - s.pop("replay_prob")
+    cfg["sampler"] = s
+    return cfg
+
+
+def test_a_run_saved_with_the_old_names_and_directory_name_resumes(tmp_path, capsys):
+    """A run named `<env>+<method>-seed<s>` with an old config.json resumes from the same command line, in
+    the old names' meaning (its length stays in env steps)."""
+    argv = TINY_ARGV + ["--train-levels", "6", "--out-dir", str(tmp_path)]
+    train_main(argv + ["--num-updates", "1", "--run-name", "procgen-bigfish+plr-seed0"])
+    run = tmp_path / "procgen-bigfish+plr-seed0"
+    saved = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps(_old_layout(saved)))
+    old = HostTrainConfig.load(run / "config.json")
+    assert (old.num_updates, old.budget, old.train_levels, old.sampler.score_function) == (
+        1, "env_steps", 6, "l1_value_loss")
+    capsys.readouterr()
+    train_main(["--env", "procgen-bigfish", "--out-dir", str(tmp_path), "--resume", "--num-env-steps", "64"])
+    err = capsys.readouterr().err
+    assert "resuming" in err and "--num-updates 2 --budget env_steps" in err
+    assert [r["update"] for r in _rows(run)] == [1, 2]
+    assert HostTrainConfig.load(run / "config.json").to_dict() == {
+        **saved, "num_updates": 2, "budget": "env_steps", "resume": True}

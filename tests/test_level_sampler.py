@@ -8,14 +8,17 @@ from minimax.core.options import ConfigError
 from tests.reference_level_sampler import ReferenceLevelSampler
 
 SEEDS = np.arange(100, 150)
+REFERENCE_NAMES = {"l1_value_loss": "value_l1", "pvl": "positive_value_loss",
+                   "normalized_policy_entropy": "policy_entropy", "one_step_td_level_replay": "one_step_td_error"}
 
 
 def _pair(**kw):
     cfg = SamplerConfig(**kw)
     ours = LevelSampler(SEEDS, 4, cfg)
-    ref = ReferenceLevelSampler(SEEDS, 4, strategy=cfg.strategy, replay_schedule=cfg.replay_schedule,
-                                score_transform=cfg.score_transform, temperature=cfg.temperature, eps=cfg.eps,
-                                rho=cfg.rho, nu=cfg.nu, alpha=cfg.alpha, staleness_coef=cfg.staleness_coef,
+    ref = ReferenceLevelSampler(SEEDS, 4, strategy=REFERENCE_NAMES.get(cfg.score_function, cfg.score_function),
+                                replay_schedule=cfg.replay_schedule, score_transform=cfg.score_transform,
+                                temperature=cfg.temperature, eps=cfg.greedy_eps, rho=cfg.rho, nu=1 - cfg.replay_prob,
+                                alpha=cfg.score_alpha, staleness_coef=cfg.staleness_coef,
                                 staleness_transform=cfg.staleness_transform,
                                 staleness_temperature=cfg.staleness_temperature)
     return ours, ref
@@ -63,7 +66,7 @@ def _rollouts(rng, steps=24, actors=4, count=3):
 @pytest.mark.parametrize("alpha", [1.0, 0.3])
 def test_rollout_scores_equal_the_reference(alpha):
     rng = np.random.default_rng(1)
-    ours, ref = _pair(alpha=alpha)
+    ours, ref = _pair(score_alpha=alpha)
     for levels, dones, returns, values, masks in _rollouts(rng):
         ours.update_with_rollout(levels, dones, np.abs(returns - values))
         ref.update_with_rollouts(levels, masks, returns, values)
@@ -108,7 +111,7 @@ def test_new_levels_come_first_until_rho_and_dr_is_uniform():
     tree.seen[:48] = True
     assert {tree.sample() for _ in range(40)} == {SEEDS[48], SEEDS[49]}
     assert [sampler.sample_sequential() for _ in range(3)] == list(SEEDS[:3])
-    uniform = LevelSampler(SEEDS, 1, SamplerConfig(strategy="random"), rng_seed=0)
+    uniform = LevelSampler(SEEDS, 1, SamplerConfig(score_function="random"), rng_seed=0)
     counts = np.bincount([uniform.index[uniform.sample()] for _ in range(20000)], minlength=SEEDS.size)
     assert counts.min() > 300 and counts.max() < 500   # 400 expected each (6 sigma is about 120)
 
@@ -127,8 +130,10 @@ def test_state_dict_resumes_the_same_draws():
 def test_bad_settings_are_named():
     with pytest.raises(ConfigError, match="--temperature"):
         SamplerConfig(temperature=0)
-    with pytest.raises(ConfigError, match="--alpha"):
-        SamplerConfig(alpha=0)
+    with pytest.raises(ConfigError, match="--score-alpha"):
+        SamplerConfig(score_alpha=0)
+    with pytest.raises(ConfigError, match="--replay-prob"):
+        SamplerConfig(replay_prob=1.5)
     with pytest.raises(ValueError, match="distinct"):
         LevelSampler([1, 1, 2], 1, SamplerConfig())
 
@@ -148,3 +153,53 @@ def test_tree_draws_follow_the_replay_distribution():
     p = sampler.sample_weights()
     counts = np.bincount([sampler._draw_tree() for _ in range(30000)], minlength=SEEDS.size)
     assert chisquare(counts[p > 0], 30000 * p[p > 0]).pvalue > 1e-4
+
+
+def test_the_fixed_schedule_replays_with_replay_prob():
+    """`--replay-prob` means on the host what it means on the compiled path: the probability of a replay
+    under --replay-schedule fixed (the reference's 1 - nu), once --rho of the levels are seen."""
+    for p in (0.2, 0.8):
+        sampler = LevelSampler(SEEDS, 1, SamplerConfig(replay_schedule="fixed", replay_prob=p, rho=0.1), rng_seed=1)
+        sampler.seen[:25] = True
+        assert np.mean([sampler.replay_decision() for _ in range(5000)]) == pytest.approx(p, abs=0.03)
+
+
+def _score_inputs(rng, T=7, N=5, A=4):
+    """A rollout's arrays, and the compiled path's `ScoreInputs` of it."""
+    import jax.numpy as jnp
+    from minimax.agents.distributions import Categorical
+    from minimax.curricula.scores import ScoreInputs
+    arrays = dict(rewards=rng.normal(size=(T, N)), values=rng.normal(size=(T, N)), dones=rng.random((T, N)) < 0.3,
+                  advantages=rng.normal(size=(T, N)), last_value=rng.normal(size=N), logits=rng.normal(size=(T, N, A)))
+    arrays = {k: jnp.asarray(v, jnp.float32 if v.dtype != bool else bool) for k, v in arrays.items()}
+    inputs = ScoreInputs(rewards=arrays["rewards"], values=arrays["values"], dones=arrays["dones"],
+                         solved=arrays["dones"], advantages=arrays["advantages"], policy=Categorical(arrays["logits"]),
+                         last_value=arrays["last_value"], max_returns=jnp.zeros(N), gamma=0.99)
+    return arrays, inputs
+
+
+def _host_terms(name, a, gamma=0.99):
+    from minimax.host.learner import POLICY_TERMS, policy_term, value_terms
+    if name in POLICY_TERMS:
+        return policy_term(name, a["logits"])
+    return value_terms(name, a["advantages"], a["rewards"], a["values"], a["last_value"],
+                       a["dones"].astype(np.float32), gamma)
+
+
+def test_a_score_name_both_paths_offer_is_the_same_formula():
+    """Every host score named as a compiled-path score computes that score's per-step terms; the reference's
+    own one-step TD, |r + V - V'|, has a name of its own (it is not the compiled path's one_step_td)."""
+    from minimax.curricula.scores import STEP_SCORES
+    from minimax.host.level_sampler import SCORED
+    arrays, inputs = _score_inputs(np.random.default_rng(0))
+    shared = [name for name in SCORED if name in STEP_SCORES]
+    assert {"l1_value_loss", "gae", "pvl", "policy_entropy", "one_step_td"} <= set(shared)
+    for name in shared:
+        np.testing.assert_allclose(_host_terms(name, arrays), STEP_SCORES[name](inputs), rtol=1e-5, atol=1e-6,
+                                   err_msg=name)
+    v, nxt = np.asarray(arrays["values"]), np.concatenate([arrays["values"][1:], arrays["last_value"][None]])
+    np.testing.assert_allclose(_host_terms("one_step_td_level_replay", arrays),
+                               np.abs(np.asarray(arrays["rewards"]) + v - nxt), rtol=1e-5, atol=1e-6)
+    assert not np.allclose(_host_terms("one_step_td_level_replay", arrays), _host_terms("one_step_td", arrays))
+    entropy = np.asarray(STEP_SCORES["policy_entropy"](inputs))
+    np.testing.assert_allclose(_host_terms("normalized_policy_entropy", arrays), entropy / np.log(4), rtol=1e-5)

@@ -12,9 +12,9 @@ from minimax.envs.maze.spec import MAZE
 from minimax.envs.registry import env_names, get_env, register
 
 PACKAGE = Path(__file__).resolve().parents[1] / "minimax"
-GENERIC = [*sorted((PACKAGE / "runners").glob("*.py")), *sorted((PACKAGE / "curricula").glob("*.py")),
-           *(PACKAGE / f"{m}.py" for m in ("evaluate", "plot", "reproduce", "reproduce_table", "train", "build",
-                                             "metrics", "run_logs"))]
+GENERIC = [p for layer in ("core", "curricula", "runners", "config", "training", "evaluation")
+           for p in sorted((PACKAGE / layer).glob("*.py"))] + [PACKAGE / "cli" / "reproduce.py",
+                                                               PACKAGE / "cli" / "reproduce_table.py"]
 
 
 def imported_modules(path: Path) -> set[str]:

@@ -78,7 +78,8 @@ def ood_suite_picture(key, pixels: int = 224) -> np.ndarray:
     return tile_frames(frames, ncols=4, titles=titles)
 
 
-def main(cfg: DemoConfig) -> dict:
+def run_demo(cfg: DemoConfig) -> dict:
+    """Run the demo `cfg` describes: writes its summary and pictures under `cfg.out_dir`, returns the summary."""
     os.makedirs(cfg.out_dir, exist_ok=True)
     env = AMaze()
     params = env.default_params()
@@ -135,9 +136,10 @@ def main(cfg: DemoConfig) -> dict:
     return summary
 
 
-def cli() -> None:
-    main(tyro.cli(DemoConfig))
+def main(argv: list[str] | None = None) -> None:
+    """`python -m minimax.cli.demo` / `minimax-demo`: the demo with the command line's options."""
+    run_demo(tyro.cli(DemoConfig, args=argv, prog="minimax-demo", description=DemoConfig.__doc__))
 
 
 if __name__ == "__main__":
-    cli()
+    main()

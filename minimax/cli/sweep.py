@@ -44,6 +44,41 @@ def grid_points(grid: dict[str, list]) -> list[dict]:
     return [dict(zip(names, values)) for values in itertools.product(*(grid[n] for n in names))]
 
 
+def check_grid(grid: dict, where: str) -> dict[str, list[str]]:
+    """`grid` (`{option: [values]}`) with flat option names, each value as a flag's text; an empty
+    grid, an unknown option or one without values is a `ConfigError` naming it (`where`: its source)."""
+    if not grid:
+        raise ConfigError(f"{where}: the grid is empty: give at least one option and its values, e.g. "
+                          f'{{"lr": [1e-4, 3e-4]}}')
+    for name, values in grid.items():
+        if name.replace("-", "_") not in TrainConfig.option_types():
+            raise ConfigError(f"{where}: unknown option {name!r} (the flags of train.py, without --)")
+        if not values:
+            raise ConfigError(f"{where}: option {name!r} has no values: give at least one (a sweep over no value "
+                              f"runs nothing)")
+    return {k.replace("-", "_"): [str(x).lower() if isinstance(x, bool) else str(x) for x in v]
+            for k, v in grid.items()}
+
+
+def read_grid_file(path: str) -> dict:
+    """A grid file: a minimax release config (returned as it is, each argument given a value), or
+    ours, `{option: [values]}`, checked (`check_grid`)."""
+    where = f"--grid-file {path}"
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ConfigError(f"{where}: {e}") from None
+    if is_release_config(doc):
+        empty = [k for k, v in doc["args"].items() if v == []]
+        if not doc["args"] or empty:
+            raise ConfigError(f"{where}: " + (f"argument {empty[0]!r} has no values: give at least one" if empty
+                                              else "the release config has no arguments"))
+        return doc
+    if not isinstance(doc, dict) or not all(isinstance(v, list) for v in doc.values()):
+        raise ConfigError(f"{where}: expected {{option: [values]}} or a release config")
+    return check_grid(doc, where)
+
+
 def parse_grid(items: list[str]) -> dict[str, list]:
     """`["lr=1e-4,3e-4", ...]` -> `{"lr": ["1e-4", "3e-4"]}` (typed later, as flags)."""
     grid = {}
@@ -76,14 +111,10 @@ def commands(args, passthrough: list[str]) -> list[list[str]]:
     seeds = parse_seeds(args.seeds)
     out = []
     if args.grid_file:
-        try:
-            doc = json.loads(Path(args.grid_file).read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            raise ConfigError(f"--grid-file {args.grid_file}: {e}") from None
-        if not isinstance(doc, dict) or not all(isinstance(v, list) for v in doc.get("args", doc).values()):
-            raise ConfigError(f"--grid-file {args.grid_file}: expected {{option: [values]}} or a release config")
+        doc = read_grid_file(args.grid_file)
         if is_release_config(doc):
-            for i, point in enumerate(grid_points({k: v if isinstance(v, list) else [v] for k, v in doc["args"].items()})):
+            release_grid = {k: v if isinstance(v, list) else [v] for k, v in doc["args"].items()}
+            for i, point in enumerate(grid_points(release_grid)):
                 path = Path(args.out_dir) / "sweep-configs" / f"point{i}.json"
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(json.dumps({"args": {k: [v] for k, v in point.items()}}) + "\n")
@@ -91,7 +122,7 @@ def commands(args, passthrough: list[str]) -> list[list[str]]:
                 name = point_name(TrainConfig.load(path).preset, varied, seeds)
                 out.append(["--config", str(path), "--seeds", seeds, "--out-dir", args.out_dir, "--run-name", name])
             return [c + passthrough for c in out]
-        grid = {k: [str(x).lower() if isinstance(x, bool) else str(x) for x in v] for k, v in doc.items()}
+        grid = doc
     else:
         grid = parse_grid(args.grid)
     for point in grid_points(grid):

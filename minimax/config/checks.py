@@ -9,20 +9,20 @@ top of these checks, not the other way round).
 
 from __future__ import annotations
 
-import typing
 from pathlib import Path
-from typing import Literal
 
-from minimax.core.units import BUDGETS
-from minimax.envs.registry import env_names, get_env
 from minimax.core.options import flag
+from minimax.core.units import BUDGETS
+from minimax.curricula.scores import SCORES
+from minimax.envs.registry import env_names, get_env
+from minimax.runners import get_method, method_names
 
-Method = Literal["dr", "plr", "robust_plr", "parallel_plr", "accel", "parallel_accel", "paired", "pop_paired",
-                 "minimax_adversary", "sfl"]
-METHODS: tuple[str, ...] = typing.get_args(Method)
-PLR_METHODS = ("plr", "robust_plr", "parallel_plr", "accel", "parallel_accel")
-MUTATION_METHODS = ("accel", "parallel_accel")
-TEACHER_METHODS = ("paired", "pop_paired", "minimax_adversary")
+METHODS: tuple[str, ...] = method_names()
+"""The built-in methods (what the package registers on import); code asks the registry instead,
+which also knows methods registered later (`minimax.runners.register_method`)."""
+PLR_METHODS = tuple(m for m in METHODS if get_method(m).level_buffer)
+MUTATION_METHODS = tuple(m for m in METHODS if get_method(m).mutates)
+TEACHER_METHODS = tuple(m for m in METHODS if get_method(m).designs_levels)
 
 
 def problems(c):
@@ -41,11 +41,12 @@ def problems(c):
         v = getattr(c, name)
         if not (isinstance(v, int) and not isinstance(v, bool) and v >= low):
             yield f"{flag(name)} must be an int >= {low}, got {v!r}"
-    if c.method not in METHODS:
-        yield f"--method must be one of {', '.join(METHODS)}, got {c.method!r}"
+    method = _method(c.method)
+    if method is None:
+        yield f"--method must be one of {', '.join(method_names())}, got {c.method!r}"
     if c.budget not in BUDGETS:
         yield f"--budget must be one of {', '.join(BUDGETS)}, got {c.budget!r}"
-    elif c.buffer_png and c.method not in PLR_METHODS:
+    elif c.buffer_png and method is not None and not method.level_buffer:
         yield f"--buffer-png draws the PLR family's level buffer; --method {c.method} has none"
     for name in ("num_updates", "log_every", "keep_checkpoints", "num_envs", "num_steps"):
         v = getattr(c, name)
@@ -63,14 +64,23 @@ def problems(c):
                 yield f"{flag(name)} ({value}) must be a multiple of --log-every ({c.log_every})"
     if c.run_name and (Path(c.run_name).name != c.run_name or c.run_name in (".", "..")):
         yield f"--run-name must be a plain directory name, got {c.run_name!r}"
+    spec = None
     if c.env.env_name in env_names():
-        yield from _env_problems(c)
-    if c.method in PLR_METHODS:
-        yield from _curriculum_problems(c)
-    if c.method in TEACHER_METHODS:
-        yield from c.teacher.problems(c.method, c.env, c.model, c.num_envs)
-    if c.method == "sfl":
-        yield from c.sfl.problems(c.num_envs, episode_limit(c))
+        try:
+            spec = get_env(c.env.env_name)
+        except ValueError as err:  # an optional package is missing
+            yield str(err)
+            return
+        yield from _env_problems(c, spec, method)
+    if method is not None:
+        yield from method.check(c, spec)
+
+
+def _method(name):
+    try:
+        return get_method(name)
+    except (ValueError, TypeError):
+        return None
 
 
 def episode_limit(c) -> int | None:
@@ -81,20 +91,15 @@ def episode_limit(c) -> int | None:
         return None
 
 
-def _env_problems(c):
+def _env_problems(c, spec, method):
     """The method and evaluation against what the environment offers (`envs/registry.py`)."""
     env = c.env.env_name
-    try:
-        spec = get_env(env)
-    except ValueError as err:  # an optional package is missing
-        yield str(err)
-        return
     if c.eval.eval_every and c.eval.eval_suite.strip():
         try:
             spec.held_out(c.eval.eval_suite)
         except ValueError as err:
             yield f"--eval-suite: {err}"
-    if c.method in MUTATION_METHODS:
+    if method is not None and method.mutates:
         try:
             spec.make_mutator(c.env.mutator or next(iter(spec.mutators), ""), 1)
         except ValueError as err:
@@ -103,42 +108,15 @@ def _env_problems(c):
         yield f"--recurrent-cell {c.model.recurrent_cell}: the student of --env {env} takes {', '.join(spec.cores)}"
     if c.buffer_png and spec.render_levels is None:
         yield f"--buffer-png: --env {env} does not render levels"
-    if c.method in TEACHER_METHODS and spec.teacher is None:
+    if method is not None and method.designs_levels and spec.teacher is None:
         yield f"--method {c.method} needs a teacher's design environment, and --env {env} has none"
-    if c.curriculum.score_function in ("least_confidence", "min_margin") and not spec.discrete_actions:
+    score = SCORES.get(c.curriculum.score_function)
+    if score is not None and score.needs_discrete_actions and not spec.discrete_actions:
         yield (f"--score-function {c.curriculum.score_function} needs discrete actions; --env {env} has "
                f"continuous ones")
-    if c.method == "sfl" and not spec.binary_outcome:
-        yield (f"--method sfl scores levels by how often their episodes succeed; --env {env} has no success "
-               f"outcome (SFL needs episodes that succeed or fail: maze, cartpole)")
-    if c.curriculum.score_function == "learnability" and not spec.binary_outcome:
-        yield f"--score-function learnability needs episodes that succeed or fail; --env {env} has no such outcome"
-
-
-def _curriculum_problems(c):
-    """The PLR family's options against each other and the batch (only for those methods)."""
-    cur, size = c.curriculum, c.buffer.capacity
-    if size < 2:
-        yield f"--buffer-size must be >= 2 for {c.method}, got {size}"
-    if c.method in MUTATION_METHODS and cur.n_mutations < 1:
-        yield f"--n-mutations must be >= 1 for {c.method}, got {cur.n_mutations}"
-    ready_at = cur.ready_at(size)
-    if c.method in ("robust_plr", "accel") and cur.replay_prob <= 0 and not cur.train_levels:
-        yield f"--replay-prob must be > 0 for {c.method} (it trains only on replays), got {cur.replay_prob}"
-    if cur.train_levels and c.method in MUTATION_METHODS:
-        yield (f"--train-levels ({cur.train_levels}) cannot be used with {c.method}: its mutated levels would take "
-               f"the buffer slots of seen training levels, which are then lost for good (use robust_plr, plr or "
-               f"parallel_plr)")
-    if cur.train_levels and size < cur.train_levels:
-        yield (f"--train-levels ({cur.train_levels}) needs --buffer-size >= {cur.train_levels} (got {size}): "
-               f"the buffer must hold every training level, so none is evicted and lost for good")
-    elif cur.train_levels and ready_at > cur.train_levels:
-        yield (f"--train-levels ({cur.train_levels}) cannot fill --min-fill-ratio x --buffer-size "
-               f"({cur.min_fill_ratio} x {size}) levels: replay would never start")
-    if not cur.replay_with_replacement and max(ready_at, 1) < c.num_envs:
-        yield (f"--no-replay-with-replacement needs --min-fill-ratio x --buffer-size >= --num-envs "
-               f"({cur.min_fill_ratio} x {size} < {c.num_envs}): not enough distinct levels to sample")
-    if (c.method in MUTATION_METHODS and cur.mutation_criterion != "batch"
-            and not 1 <= cur.mutation_subsample <= c.num_envs):
-        yield (f"--mutation-subsample must be in [1, --num-envs ({c.num_envs})] for --mutation-criterion "
-               f"{cur.mutation_criterion}, got {cur.mutation_subsample}")
+    if method is not None and method.needs_success and not spec.binary_outcome:
+        yield (f"--method {c.method} scores levels by how often their episodes succeed; --env {env} has no success "
+               f"outcome ({c.method} needs episodes that succeed or fail: maze, cartpole)")
+    if score is not None and score.needs_success and not spec.binary_outcome:
+        yield (f"--score-function {c.curriculum.score_function} needs episodes that succeed or fail; --env {env} has "
+               f"no such outcome")

@@ -23,16 +23,16 @@ def experiment_options(options: dict) -> dict:
     """`{option: value}` (flat names) without the bookkeeping ones and those its method never reads
     (`method_options.unused_options`): what defines the experiment. The budget's unit is read as
     what it means: a config saved before `--budget` counted cycles, and a cycle is an update for a
-    method whose every cycle trains (its runner's `trains_every_cycle`; its runs then pool with today's)."""
+    method whose every cycle trains (its `Method.trains_every_cycle`; its runs then pool with today's)."""
     # The method registry, imported here: plots import this module before they need JAX.
     from minimax.config.method_options import unused_options  # noqa: PLC0415
-    from minimax.runners import RUNNERS  # noqa: PLC0415
+    from minimax.runners import get_method, method_names  # noqa: PLC0415
 
     method = options.get("method")
     unused = unused_options(method) if isinstance(method, str) else frozenset()
     out = {k: v for k, v in options.items() if k not in BOOKKEEPING_OPTIONS and k not in unused}
     budget = out.get("budget", "cycles")
-    every_cycle_trains = getattr(RUNNERS.get(method), "trains_every_cycle", False)
+    every_cycle_trains = method in method_names() and get_method(method).trains_every_cycle
     out["budget"] = "updates" if budget == "cycles" and every_cycle_trains else budget
     return out
 

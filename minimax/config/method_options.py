@@ -1,28 +1,30 @@
 """Which options a method reads: a flag the chosen method never reads is refused (`training/cli.py`)
-and left out of what defines an experiment (`experiments.py`), so setting it changes nothing silently."""
+and left out of what defines an experiment (`experiments.py`), so setting it changes nothing silently.
+
+Which options are method-specific is a fact about the options, listed here; which of them a method
+reads is declared by the method (`Method.reads`, in its runner module).
+"""
 
 from __future__ import annotations
 
-import functools
+from minimax.config.tree import OPTIONS
+from minimax.runners import get_method
 
-from minimax.config.tree import MUTATION_METHODS, OPTIONS, PLR_METHODS, TEACHER_METHODS
-
-OPTION_METHODS: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(("global_buffer", "buffer_png"), PLR_METHODS),
-    **dict.fromkeys(("mutator", "n_mutations", "mutation_criterion", "mutation_subsample"), MUTATION_METHODS),
-    "replay_prob": ("plr", "robust_plr", "accel"),
-    "dr_restart_each_update": ("dr",),
-}
-"""Options only some methods read (beyond whole groups: `GROUP_METHODS`)."""
-
-GROUP_METHODS: dict[str, tuple[str, ...]] = {"buffer": PLR_METHODS, "curriculum": PLR_METHODS,
-                                             "teacher": TEACHER_METHODS, "sfl": ("sfl",)}
-"""Option groups only some methods read."""
+METHOD_GROUPS = ("buffer", "curriculum", "teacher", "sfl")
+"""Option groups only some methods read (a method names those it reads in `Method.reads`)."""
+METHOD_OPTIONS = ("global_buffer", "buffer_png", "mutator", "n_mutations", "mutation_criterion", "mutation_subsample",
+                  "replay_prob", "dr_restart_each_update")
+"""Single options only some methods read, even where their group is read (`--replay-prob` is in the
+curriculum group, which the parallel methods read without it)."""
 
 
-@functools.lru_cache(maxsize=None)
 def unused_options(method: str) -> frozenset[str]:
-    """The options (flat names) `--method method` never reads: setting them changes nothing."""
-    unused = {n for n, (g, _) in OPTIONS.items() if g in GROUP_METHODS and method not in GROUP_METHODS[g]}
-    unused |= {n for n, methods in OPTION_METHODS.items() if method not in methods}
+    """The options (flat names) `--method method` never reads: setting them changes nothing
+    (nothing for a method that is not registered: its runs are read, not trained)."""
+    try:
+        reads = set(get_method(method).reads)
+    except ValueError:
+        return frozenset()
+    unused = {n for n, (g, _) in OPTIONS.items() if g in METHOD_GROUPS and g not in reads}
+    unused |= {n for n in METHOD_OPTIONS if n not in reads}
     return frozenset(unused)

@@ -9,7 +9,7 @@ The minimax report's Table 5 (LSTM student) and Table 6 (S5 student, `*_s5`), va
 
 from __future__ import annotations
 
-from minimax.config.checks import TEACHER_METHODS
+from minimax.runners import get_method
 
 _SHARED = dict(num_updates=30_000, num_envs=32, num_steps=256, n_epochs=5, n_minibatches=1, clip_eps=0.2,
                clip_value=True, max_grad_norm=0.5, adam_eps=1e-5, value_coef=0.5, gae_lambda=0.98, maze_height=13,
@@ -62,7 +62,7 @@ def _preset(name: str) -> dict:
     else:
         (method, gamma, lr, entropy, p, beta, mutations), layernorm = TABLE_5[name], None
     values = dict(preset=name, method=method, gamma=gamma, lr=lr, entropy_coef=entropy, n_walls=60, **_SHARED)
-    if method in TEACHER_METHODS:
+    if get_method(method).designs_levels:
         values.update(_TEACHER)
     elif method != "dr":
         values.update(_PLR, replay_prob=p, temperature=beta)
@@ -70,7 +70,7 @@ def _preset(name: str) -> dict:
         values.update(_ACCEL, n_mutations=mutations)
     if layernorm:
         values.update(_S5, s5_layernorm=layernorm)
-        if method in TEACHER_METHODS:
+        if get_method(method).designs_levels:
             values.update(teacher_entropy_coef=1e-3)
     return values
 

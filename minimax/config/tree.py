@@ -24,7 +24,7 @@ from typing import Literal
 from minimax.agents.ppo import PPOConfig
 from minimax.core.units import Budget
 from minimax.curricula.level_buffer import BufferConfig
-from minimax.config.checks import (METHODS, MUTATION_METHODS, PLR_METHODS, TEACHER_METHODS, Method,  # noqa: F401
+from minimax.config.checks import (METHODS, MUTATION_METHODS, PLR_METHODS, TEACHER_METHODS,  # noqa: F401
                                    episode_limit, problems)
 from minimax.config.groups import EnvConfig, EvalConfig, ModelConfig
 from minimax.config.presets import PRESET_OPTIONS, preset_method
@@ -52,9 +52,10 @@ class TrainConfig:
     # ---------------------------------------------------------------- run
     preset: PresetName = "dr"
     """Start from this method's published configuration; other options override single values."""
-    method: Method = "dr"
-    """Autocurriculum: dr (domain randomisation), plr, robust_plr, parallel_plr, accel, parallel_accel, paired,
-    pop_paired (population PAIRED), minimax_adversary, sfl (Sampling For Learnability)."""
+    method: str = "dr"
+    """Autocurriculum, by registered name: dr (domain randomisation), plr, robust_plr, parallel_plr, accel,
+    parallel_accel, paired, pop_paired (population PAIRED), minimax_adversary, sfl (Sampling For Learnability),
+    or one registered with minimax.runners.register_method."""
     seed: int = 0
     """Random seed: the same seed and config give the same run, number for number (on one backend)."""
     seeds: str = ""

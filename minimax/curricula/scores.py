@@ -5,13 +5,16 @@ level's completed episodes in the rollout (an episode still running when the rol
 is not scored: its advantages depend on a bootstrap, not on what happened). A level with
 no completed episode has no score (`valid` is False) and the buffer skips it.
 
-To add a score: write a function `(inputs: ScoreInputs) -> float32[T, N]` of per-step
-values, register it in `STEP_SCORES`, and `--score-function <name>` selects it.
+To add a score: write a function `(inputs: ScoreInputs) -> float32[T, N]` of per-step values
+and call `register_score("name", fn)` (from any module, yours included); `--score-function name`
+then selects it for every PLR-family method. A score of whole levels (`learnability`) is
+`(inputs) -> (scores float32[N], valid bool[N])`, registered with `per_level=True`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -75,17 +78,52 @@ def one_step_td_error(x: ScoreInputs):
     return jnp.abs(x.rewards + x.gamma * next_values * (1.0 - x.dones) - x.values)
 
 
-STEP_SCORES = {
-    "pvl": positive_value_loss,
-    "maxmc": max_monte_carlo,
-    "l1_value_loss": l1_value_loss,
-    "gae": gae,
-    "policy_entropy": policy_entropy,
-    "least_confidence": least_confidence,
-    "min_margin": min_margin,
-    "one_step_td": one_step_td_error,
-}
-SCORE_FUNCTIONS = tuple(STEP_SCORES) + ("learnability",)
+@dataclasses.dataclass(frozen=True)
+class Score:
+    """A registered level score: its function and what it needs of the environment."""
+
+    name: str
+    fn: Callable
+    per_level: bool = False
+    """`fn(inputs) -> (scores[N], valid[N])` of whole levels, instead of per-step values averaged
+    over completed episodes."""
+    needs_discrete_actions: bool = False
+    needs_success: bool = False
+    """Reads `solved`: the environment's episodes must succeed or fail."""
+
+
+SCORES: dict[str, Score] = {}
+"""Every registered score by `--score-function` name."""
+
+
+def register_score(name: str, fn: Callable, *, per_level: bool = False, needs_discrete_actions: bool = False,
+                   needs_success: bool = False, replace: bool = False) -> Score:
+    """Make `fn` the score `--score-function name` (see the module docstring for its signature)."""
+    if not name or not name.replace("_", "").isalnum():
+        raise ValueError(f"a score name is letters, digits and underscores, got {name!r}")
+    if name in SCORES and not replace:
+        raise ValueError(f"score {name!r} is already registered (pass replace=True to replace it)")
+    SCORES[name] = Score(name, fn, per_level, needs_discrete_actions, needs_success)
+    return SCORES[name]
+
+
+def learnability(x: ScoreInputs):
+    """SFL's `p (1 - p)`, with p the solved fraction of the completed episodes: highest at p = 1/2."""
+    episodes = x.dones.sum(0, dtype=jnp.int32)
+    p = x.solved.sum(0) / jnp.maximum(episodes, 1)
+    return (p * (1.0 - p)).astype(jnp.float32), episodes > 0
+
+
+for _name, _fn in (("pvl", positive_value_loss), ("maxmc", max_monte_carlo), ("l1_value_loss", l1_value_loss),
+                   ("gae", gae), ("policy_entropy", policy_entropy), ("one_step_td", one_step_td_error)):
+    register_score(_name, _fn)
+register_score("least_confidence", least_confidence, needs_discrete_actions=True)
+register_score("min_margin", min_margin, needs_discrete_actions=True)
+register_score("learnability", learnability, per_level=True, needs_success=True)
+SCORE_FUNCTIONS = tuple(SCORES)
+"""The built-in scores (`SCORES` also holds those registered later)."""
+STEP_SCORES = {n: s.fn for n, s in SCORES.items() if not s.per_level}
+"""The built-in per-step scores (kept for scripts)."""
 
 
 def completed_episode_mean(per_step: jax.Array, dones: jax.Array):
@@ -110,12 +148,11 @@ def rollout_max_return(episode_returns: jax.Array, dones: jax.Array, prior_max: 
 
 def score_levels(name: str, x: ScoreInputs):
     """`(scores float32[N], valid bool[N])` for the score function `name`."""
-    if name == "learnability":
-        # p (1 - p) with p the solved fraction of the completed episodes: highest at p = 1/2.
-        episodes = x.dones.sum(0, dtype=jnp.int32)
-        p = x.solved.sum(0) / jnp.maximum(episodes, 1)
-        return (p * (1.0 - p)).astype(jnp.float32), episodes > 0
-    if name not in STEP_SCORES:
-        raise ValueError(f"unknown score function {name!r}; choose from {', '.join(SCORE_FUNCTIONS)}")
-    means, episodes = completed_episode_mean(STEP_SCORES[name](x).astype(jnp.float32), x.dones)
+    score = SCORES.get(name)
+    if score is None:
+        raise ValueError(f"unknown score function {name!r}; choose from {', '.join(SCORES)}")
+    if score.per_level:
+        scores, valid = score.fn(x)
+        return jnp.asarray(scores, jnp.float32), valid
+    means, episodes = completed_episode_mean(score.fn(x).astype(jnp.float32), x.dones)
     return means, episodes > 0

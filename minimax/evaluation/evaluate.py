@@ -286,12 +286,25 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def _check_cvar_count(argv) -> None:
+    """`--cvar` takes a level count: a fraction (`--cvar 0.1`, an alpha) is one line saying so."""
+    for i, a in enumerate(argv):
+        if a == "--cvar" or a.startswith("--cvar="):
+            text = a.partition("=")[2] if "=" in a else (argv[i + 1] if i + 1 < len(argv) else "")
+            try:
+                int(text)
+            except ValueError:
+                raise EvaluateError(f"--cvar takes a number of levels M (an integer, e.g. --cvar 10000; its alphas "
+                                    f"are --alpha), got {text!r}") from None
+
+
 def parse_args(argv) -> EvaluateConfig:
     argv = list(argv)
     for i, a in enumerate(argv):  # `--cvar` with no count
         if a == "--cvar" and (i + 1 == len(argv) or (argv[i + 1].startswith("-") and not _is_number(argv[i + 1]))):
             argv.insert(i + 1, str(CVAR_DEFAULT_LEVELS))
             break
+    _check_cvar_count(argv)
     return tyro.cli(EvaluateConfig, args=argv, prog="evaluate.py", description=EvaluateConfig.__doc__)
 
 
@@ -333,6 +346,13 @@ def evaluate(args: EvaluateConfig) -> dict:
         print_table(g["summary"], mazes)
     out = {"runs": results, "groups": groups}
     return out | ({"summary": groups[0]["summary"]} if len(groups) == 1 else {})
+
+
+def evaluate_runs(*runs, **settings) -> dict:
+    """Score run directories as `evaluate.py` does, from a script: `evaluate_runs("runs/a", suite="dcd12",
+    episodes=10)`; settings are `EvaluateConfig`'s fields (`python evaluate.py --help`). Returns the
+    results `evaluate.py` writes to results.json."""
+    return evaluate(EvaluateConfig(runs=tuple(str(r) for r in runs), **settings))
 
 
 def main(argv: list[str] | None = None) -> None:

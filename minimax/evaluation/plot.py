@@ -288,5 +288,10 @@ def main(argv=None) -> Path:
     return path
 
 
+def cli() -> None:
+    """`minimax-plot`: `main` as a console script (whose return value would become the exit status)."""
+    main()
+
+
 if __name__ == "__main__":
     main()

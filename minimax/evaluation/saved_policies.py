@@ -15,11 +15,10 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from minimax.training.builder import evaluated_params
+from minimax.training.builder import evaluated_agent, evaluated_params
 from minimax.training.checkpoint import Checkpointer, CheckpointError
 from minimax.config import ConfigError, TrainConfig
 from minimax.host.config import is_host_config
-from minimax.runners import RUNNERS
 
 
 class EvaluateError(RuntimeError):
@@ -39,7 +38,7 @@ class Policy:
     @property
     def agent(self) -> str:
         """Which of the run's agents this is, where a run trains several (PAIRED and relatives)."""
-        index = getattr(RUNNERS[self.cfg.method], "evaluated_agent", None)
+        index = evaluated_agent(self.cfg.method)
         if index is None:
             return ""
         return f"its protagonist: student {index} of {self.cfg.teacher.students_for(self.cfg.method)}"

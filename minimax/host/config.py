@@ -1,19 +1,27 @@
 """The configuration of a training run on a host environment (Procgen, gymnasium): the PLR paper's protocol.
 
 A host environment steps on the CPU in its own code (`minimax.envs.host`), so its runs have their
-own config: the env's levels are integer seeds from a finite training set (`--num-train-levels`
-from `--start-level`), the curriculum is the reference's `LevelSampler` (`SamplerConfig`), and the
+own config: the env's levels are integer seeds from a finite training set (`--train-levels` from
+`--start-level`), the curriculum is the reference's `LevelSampler` (`SamplerConfig`), and the
 student is the IMPALA ResNet of the PLR paper. The defaults are the paper's Procgen protocol
 (facebookresearch/level-replay's `train.py`): 64 envs x 256 steps, PPO 3 epochs x 8 minibatches,
 Adam 5e-4 (eps 1e-5), gamma 0.999, lambda 0.95, entropy 0.01, value 0.5, clip 0.2 (policy and
-value), grad norm 0.5, return normalisation (running, gamma 0.99, clip 10), 25M env steps,
-200 training levels in easy mode. `--method plr` is PLR (value_l1, rank, beta 0.1, staleness 0.1);
-`--method dr` is the paper's uniform baseline (each episode a uniform training level).
-`--method robust_plr` is robust PLR (PLR⊥, Jiang et al. 2021b, as facebookresearch/dcd runs it): one
-replay decision per rollout, every env forced onto a replayed level or onto a new one for the whole
-rollout (an episode that ends restarts the same level), and a PPO update only after replay rollouts;
-new-level rollouts only score their levels. Its rollouts without an update still count towards
-`--num-env-steps` (env steps played, as the reference counts them), so it makes fewer updates.
+value), grad norm 0.5, return normalisation (running, gamma 0.99, clip 10), 1,526 updates (25M env
+steps), 200 training levels in easy mode. `--method plr` is PLR (l1_value_loss, the paper's value_l1;
+rank, beta 0.1, staleness 0.1); `--method dr` is the paper's uniform baseline (each episode a
+uniform training level). `--method robust_plr` is robust PLR (PLR⊥, Jiang et al. 2021b, as
+facebookresearch/dcd runs it): one replay decision per rollout, every env forced onto a replayed
+level or onto a new one for the whole rollout (an episode that ends restarts the same level), and a
+PPO update only after replay rollouts; new-level rollouts only score their levels.
+
+The options are the compiled path's names where they mean the same (`--num-updates`, `--budget`,
+`--score-function`, `--score-alpha`, `--greedy-eps`, `--replay-prob`, `--train-levels`, ...). A host
+*update* is one rollout of `--num-envs` x `--num-steps` env steps followed by one PPO update.
+`--num-updates` counts units of `--budget`: `updates` (PPO updates: robust PLR plays as many
+new-level rollouts as it needs in between, as on the compiled path) or `env_steps` (batches of
+`--num-envs` x `--num-steps` env steps, every rollout counting, whether it trained or not: the PLR
+papers' env-step budgets). For plr and dr, whose every rollout trains, the two are the same. The
+host path's old names keep working for one release (`legacy_options.py`).
 """
 
 from __future__ import annotations
@@ -21,17 +29,21 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 from pathlib import Path
 from typing import Literal
 
 import tyro
 
 from minimax.agents.ppo import PPOConfig
-from minimax.host.level_sampler import SamplerConfig
-from minimax.core.options import ConfigError, check, read_config_json
 from minimax.core.files import write_atomically
+from minimax.core.options import ConfigError, check, read_config_json
+from minimax.host.legacy_options import (env_steps_to_updates, translate_argv, translate_saved,
+                                         warn_env_steps)
+from minimax.host.level_sampler import SamplerConfig
 
 HostMethod = Literal["dr", "plr", "robust_plr"]
+HostBudget = Literal["updates", "env_steps"]
 
 PROCGEN_PPO = PPOConfig(lr=5e-4, adam_eps=1e-5, gamma=0.999, gae_lambda=0.95, n_epochs=3, n_minibatches=8,
                         clip_eps=0.2, clip_value=True, entropy_coef=0.01, value_coef=0.5, max_grad_norm=0.5)
@@ -45,22 +57,26 @@ class HostTrainConfig:
     env: str = "procgen-bigfish"
     """procgen-<game> (the 16 Procgen games) or gym-<gymnasium id> (levels are reset seeds)."""
     method: HostMethod = "plr"
-    """plr (the level sampler with --strategy), dr (each episode a uniform training level: the paper's baseline) or
+    """plr (the level sampler with --score-function), dr (each episode a uniform training level: the paper's baseline) or
     robust_plr (one replay decision per rollout, updates only after replays)."""
     distribution_mode: str = "easy"
     """Procgen's distribution mode (easy, hard, ...)."""
-    num_train_levels: int = 200
-    """Training levels: seeds --start-level ... --start-level + N - 1."""
+    train_levels: int = 200
+    """Training levels (the PLR paper's finite training set): seeds --start-level ... --start-level + N - 1."""
     start_level: int = 0
     """First training level seed."""
     seed: int = 0
     """Random seed (network, PPO minibatches, the sampler, the envs)."""
     run_name: str = ""
-    """Directory name under --out-dir; empty means '<env>+<method>-seed<seed>'."""
+    """Directory name under --out-dir; empty means '<method>-seed<seed>' (as the compiled path's runs)."""
     out_dir: str = "runs"
     """Where run directories are created."""
-    num_env_steps: int = 25_000_000
-    """Length of the run in env steps (rounded up to whole rollouts of --num-envs x --num-steps)."""
+    num_updates: int = 1526
+    """Length of the run in units of --budget (the default: the PLR paper's 25M env steps of 64 x 256)."""
+    budget: HostBudget = "updates"
+    """What --num-updates counts: updates (a rollout of --num-envs x --num-steps, then a PPO update; robust PLR's
+    rollouts without an update do not count) or env_steps (batches of --num-envs x --num-steps env steps: every
+    rollout counts). --log-every, --eval-every and --checkpoint-every count rollouts (the log's `update`)."""
     num_envs: int = 64
     """Parallel environments."""
     num_steps: int = 256
@@ -100,10 +116,10 @@ class HostTrainConfig:
         return self
 
     def _rules(self, c):
-        c.integer("num_train_levels", 1)
+        c.integer("train_levels", 1)
         c.integer("num_envs", 1)
         c.integer("num_steps", 1)
-        c.integer("num_env_steps", 1)
+        c.integer("num_updates", 1)
         c.integer("log_every", 1)
         c.integer("checkpoint_every", 1)
         c.integer("eval_every", 0)
@@ -114,19 +130,15 @@ class HostTrainConfig:
             c.add(f"--time-limit must be >= 0 seconds (0 = none), got {self.time_limit!r}")
         if self.start_level < 0:
             c.add(f"--start-level must be >= 0, got {self.start_level!r}")
-        if not self.env.startswith(("procgen-", "gym-")):
-            c.add(f"--env {self.env!r} is no host environment (procgen-<game> or gym-<gymnasium id>)")
-        elif self.env.startswith("procgen-"):
-            from minimax.envs.host.procgen import validate_procgen_args  # noqa: PLC0415
-            try:
-                validate_procgen_args(self.env.removeprefix("procgen-"), self.distribution_mode, self.num_envs)
-            except ValueError as e:
-                c.add(f"--env {self.env}: {e}")
+        env_problem = host_env_problem(self.env, self.distribution_mode, self.num_envs)
+        if env_problem:
+            c.add(env_problem)
         if (self.num_envs * self.num_steps) % self.ppo.n_minibatches:
             c.add(f"--n-minibatches {self.ppo.n_minibatches} must divide --num-envs x --num-steps "
                   f"({self.num_envs * self.num_steps})")
         if self.method == "robust_plr" and not self.sampler.scored:
-            c.add(f"--method robust_plr needs a scoring --strategy (value_l1, gae, ...), got {self.sampler.strategy!r}")
+            c.add(f"--method robust_plr needs a level score: --score-function l1_value_loss, pvl, ... "
+                  f"(not {self.sampler.score_function!r})")
         if self.method == "robust_plr" and self.sampler.partial_episodes != "flush":
             c.add("--method robust_plr restarts every env at each rollout, so an episode never continues into the "
                   "next one: --partial-episodes must be flush")
@@ -136,25 +148,31 @@ class HostTrainConfig:
     # ------------------------------------------------------------------ derived
     @property
     def name(self) -> str:
-        return self.run_name or f"{self.env}+{self.method}-seed{self.seed}"
+        """`--run-name`, else `<method>-seed<s>`, as the compiled path names a run of a preset's method."""
+        return self.run_name or f"{self.method}-seed{self.seed}"
+
+    @property
+    def legacy_name(self) -> str:
+        """The directory name host runs got before they were named as the compiled path's: `<env>+<method>-seed<s>`."""
+        return f"{self.env}+{self.method}-seed{self.seed}"
 
     @property
     def run_dir(self) -> Path:
         return Path(self.out_dir) / self.name
 
     @property
-    def num_updates(self) -> int:
-        per = self.num_envs * self.num_steps
-        return -(-self.num_env_steps // per)
+    def env_steps_per_update(self) -> int:
+        return self.num_envs * self.num_steps
 
     @property
-    def train_levels(self) -> range:
-        return range(self.start_level, self.start_level + self.num_train_levels)
+    def level_seeds(self) -> range:
+        """The training levels' seeds."""
+        return range(self.start_level, self.start_level + self.train_levels)
 
     @property
     def sampler_config(self) -> SamplerConfig:
         """The sampler the method runs: the configured one for plr, uniform over the training levels for dr."""
-        return self.sampler if self.method != "dr" else dataclasses.replace(self.sampler, strategy="random")
+        return self.sampler if self.method != "dr" else dataclasses.replace(self.sampler, score_function="random")
 
     # ------------------------------------------------------------------ files
     def to_dict(self) -> dict:
@@ -169,7 +187,7 @@ class HostTrainConfig:
 
     @classmethod
     def load(cls, path) -> "HostTrainConfig":
-        values = read_config_json(path)
+        values = translate_saved(read_config_json(path))  # runs saved with the old names load as today's
         values.pop("kind", None)
         try:
             values["ppo"] = PPOConfig(**values["ppo"])
@@ -180,6 +198,32 @@ class HostTrainConfig:
             raise ConfigError(f"config {path} is no host-environment run config: {e}") from None
 
 
+def host_env_problem(env: str, distribution_mode: str, num_envs: int) -> str | None:
+    """What is wrong with `--env` (one line naming it), or None: not a host env, an unknown Procgen game or
+    mode, a gymnasium id its registry does not know. Checked before a run directory is made."""
+    if not env.startswith(("procgen-", "gym-")):
+        return f"--env {env!r} is no host environment (procgen-<game> or gym-<gymnasium id>)"
+    if env.startswith("procgen-"):
+        from minimax.envs.host.procgen import validate_procgen_args  # noqa: PLC0415
+        try:
+            validate_procgen_args(env.removeprefix("procgen-"), distribution_mode, num_envs)
+        except ValueError as e:
+            return f"--env {env}: {e}"
+        return None
+    try:
+        import gymnasium  # noqa: PLC0415
+    except ImportError as e:
+        return f"--env {env}: gymnasium is not importable ({e}); install it with: pip install gymnasium"
+    try:
+        gymnasium.spec(env.removeprefix("gym-"))
+    except gymnasium.error.Error as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return f"--env {env}: no such gymnasium environment ({first})"
+    if distribution_mode != "easy":
+        return f"--distribution-mode {distribution_mode!r} applies to procgen-* envs only, not --env {env}"
+    return None
+
+
 def is_host_config(path) -> bool:
     """A saved config.json of a host-environment run (`evaluate.py` and `--resume` dispatch on it)."""
     try:
@@ -188,33 +232,61 @@ def is_host_config(path) -> bool:
         return False
 
 
+RESUME_KEEPS = {"resume", "overwrite", "out_dir", "run_name", "progress", "log_every", "eval_every", "time_limit",
+                "checkpoint_every", "num_updates", "final_eval_episodes", "eval_episodes"}
+"""What `--resume` may change of a saved run: where it lives, its length, logs, evaluation and checkpoints."""
+
+
+def _saved_run(known, default: HostTrainConfig) -> HostTrainConfig:
+    """The saved config `--resume` continues: at --out-dir/--run-name, else at `<method>-seed<s>`, else (runs
+    named before host runs were named as the compiled path's) at `<env>+<method>-seed<s>`."""
+    probe = dataclasses.replace(default, **{k: v for k, v in dict(
+        run_name=known.run_name, out_dir=known.out_dir, env=known.env, method=known.method,
+        seed=None if known.seed is None else _int("--seed", known.seed)).items() if v is not None})
+    run_dir = probe.run_dir
+    legacy = run_dir.parent / probe.legacy_name
+    if not (run_dir / "config.json").exists() and not known.run_name and (legacy / "config.json").exists():
+        print(f"note: resuming {legacy}, named as host runs were before they took the compiled path's names",
+              file=sys.stderr)
+        run_dir = legacy
+    path = run_dir / "config.json"
+    if not path.exists():
+        raise ConfigError(f"--resume: no run to resume at {run_dir} (no config.json)")
+    saved = HostTrainConfig.load(path)
+    return dataclasses.replace(saved, resume=True, out_dir=str(run_dir.parent), run_name=run_dir.name,
+                               time_limit=0.0)  # a limit is per command
+
+
+def _int(flag: str, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"{flag} takes an integer, got {text!r}") from None
+
+
 def parse_host_config(argv: list[str]) -> HostTrainConfig:
-    """The command line of a host-environment run (flat flags: `--lr`, `--strategy`). `--resume` starts
-    from the run's saved config and keeps it: only where it lives, its length and the log, evaluation and
-    checkpoint settings may change."""
+    """The command line of a host-environment run (flat flags: `--lr`, `--score-function`; the old host names
+    with a deprecation line, `legacy_options.py`). `--resume` starts from the run's saved config and keeps it:
+    only where it lives, its length and the log, evaluation and checkpoint settings may change."""
+    argv, env_steps = translate_argv(list(argv))
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--resume", action="store_true")
     for name in ("run-name", "out-dir", "env", "method", "seed"):
         pre.add_argument(f"--{name}")
     known, _ = pre.parse_known_args(argv)
-    default, saved = HostTrainConfig(), None
+    saved = None
     if known.resume and "-h" not in argv and "--help" not in argv:
-        probe = dataclasses.replace(default, **{k: v for k, v in dict(
-            run_name=known.run_name, out_dir=known.out_dir, env=known.env, method=known.method,
-            seed=None if known.seed is None else int(known.seed)).items() if v is not None})
-        path = probe.run_dir / "config.json"
-        if not path.exists():
-            raise ConfigError(f"--resume: no run to resume at {probe.run_dir} (no config.json)")
-        saved = HostTrainConfig.load(path)
-        default = dataclasses.replace(saved, resume=True, out_dir=str(probe.run_dir.parent),
-                                      run_name=probe.run_dir.name, time_limit=0.0)  # a limit is per command
-    cfg = tyro.cli(tyro.conf.OmitArgPrefixes[HostTrainConfig], default=default, args=argv, prog="train.py",
-                   description=HostTrainConfig.__doc__).validate()
+        saved = _saved_run(known, HostTrainConfig())
+    cfg = tyro.cli(tyro.conf.OmitArgPrefixes[HostTrainConfig], default=saved or HostTrainConfig(), args=argv,
+                   prog="train.py", description=HostTrainConfig.__doc__)
+    if env_steps is not None:
+        updates = env_steps_to_updates(env_steps, cfg.num_envs, cfg.num_steps)
+        warn_env_steps(env_steps, updates)
+        cfg = dataclasses.replace(cfg, num_updates=updates, budget="env_steps")
+    cfg.validate()
     if saved is not None:
-        keep = {"resume", "overwrite", "out_dir", "run_name", "progress", "log_every", "eval_every", "time_limit",
-                "checkpoint_every", "num_env_steps", "final_eval_episodes", "eval_episodes"}
-        given, kept = cfg.to_dict(), saved.to_dict()
-        changed = [k for k in given if k not in keep and given[k] != kept[k]]
+        given, kept = cfg.to_dict(), dataclasses.replace(saved, resume=False).to_dict()
+        changed = [k for k in given if k not in RESUME_KEEPS and given[k] != kept[k]]
         if changed:
             raise ConfigError("--resume keeps the run's saved config; these options differ from it: "
                               + ", ".join(f"--{k.replace('_', '-')} (saved {kept[k]!r}, given {given[k]!r})"

@@ -1,7 +1,7 @@
 """`evaluate.py` for host-environment runs (Procgen, gymnasium): score checkpoints on unseen test
 levels and on each run's training levels, as the PLR paper reports them.
 
-`python evaluate.py runs/procgen-bigfish+plr-seed0 runs/procgen-bigfish+dr-seed0 --episodes 1000`
+`python evaluate.py runs/plr-seed0 runs/dr-seed0 --episodes 1000`
 restores each run's latest (or `--checkpoint`) parameters and plays one episode on each of
 `--episodes` test levels (distinct seeds from `[0, 2^31)` outside every run's training levels, the
 same for every run: drawn from `--seed`) and on `--episodes` of the run's own training levels
@@ -37,7 +37,7 @@ from minimax.host.learner import HostLearner, host_model
 from minimax.core.options import ConfigError
 from minimax.core.stats import mean_ci
 
-HOST_BOOKKEEPING = BOOKKEEPING_OPTIONS | {"log_every", "eval_episodes"}
+HOST_BOOKKEEPING = BOOKKEEPING_OPTIONS | {"log_every", "eval_episodes", "budget"}
 """Options of a host run that do not change what it trains (runs differing only in these are one experiment)."""
 
 METRICS = ("test_return", "train_levels_return", "generalization_gap", "test_normalized",
@@ -73,7 +73,7 @@ def load_host_policy(run_dir, step: int | None) -> HostPolicy:
     with make_host_env(cfg.env, 1, distribution_mode=cfg.distribution_mode) as probe:
         model = host_model(cfg.env, probe.obs_shape, probe.num_actions, cfg.impala_channels, cfg.hidden)
         obs_shape = tuple(probe.obs_shape)
-    learner = HostLearner(model, cfg.ppo, cfg.sampler_config.strategy)
+    learner = HostLearner(model, cfg.ppo, cfg.sampler_config.score_function)
     return HostPolicy(str(run_dir), cfg, learner, params, step, obs_shape)
 
 
@@ -89,7 +89,7 @@ def score_policy(policy: HostPolicy, tests: np.ndarray, args) -> dict:
     """One run's returns on the test levels and on `args.episodes` of its training levels."""
     cfg = policy.cfg
     rng = np.random.default_rng([args.seed, 1])
-    trains = training_levels(rng, cfg.train_levels, args.episodes)
+    trains = training_levels(rng, cfg.level_seeds, args.episodes)
     key = jax.random.key(args.seed)
     with make_host_env(cfg.env, min(64, args.episodes), distribution_mode=cfg.distribution_mode,
                        seed=args.seed) as env:
@@ -191,7 +191,7 @@ def evaluate_host_runs(args, out_dir: Path) -> dict:
     if args.gif and (len(shape) != 3 or shape[-1] != 3):
         raise ConfigError(f"--gif: {envs[0]}'s observations are not RGB frames (shape {shape})")
     tests = test_levels(np.random.default_rng([args.seed, 0]), args.episodes,
-                        exclude=[p.cfg.train_levels for p in policies])
+                        exclude=[p.cfg.level_seeds for p in policies])
     results = []
     for policy in policies:
         t0 = time.perf_counter()

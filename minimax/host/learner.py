@@ -25,33 +25,38 @@ from minimax.models.impala import ImpalaActorCritic
 from minimax.models.mlp import MLPActorCritic
 from minimax.core.options import ConfigError
 
-POLICY_TERMS = ("policy_entropy", "least_confidence", "min_margin")
+POLICY_TERMS = ("policy_entropy", "normalized_policy_entropy", "least_confidence", "min_margin")
 
 
-def policy_term(strategy: str, logits: jax.Array) -> jax.Array:
-    """The per-step score term of the strategies that read the policy (`level_sampler.py`), else 0."""
+def policy_term(score: str, logits: jax.Array) -> jax.Array:
+    """The per-step term of the scores that read the policy (`level_sampler.py`), else 0."""
     log_p = jax.nn.log_softmax(logits, axis=-1)
     p = jnp.exp(log_p)
-    if strategy == "policy_entropy":  # normalised by the entropy of the uniform policy, as the reference
+    if score == "policy_entropy":  # H(pi(.|s)), as the compiled path's
+        return -(p * log_p).sum(-1)
+    if score == "normalized_policy_entropy":  # divided by the entropy of the uniform policy, as the reference
         return -(p * log_p).sum(-1) / math.log(logits.shape[-1])
-    if strategy == "least_confidence":
+    if score == "least_confidence":
         return 1.0 - p.max(-1)
-    if strategy == "min_margin":
+    if score == "min_margin":
         top2 = jax.lax.top_k(p, 2)[0]
         return 1.0 - (top2[..., 0] - top2[..., 1])
     return jnp.zeros(logits.shape[:-1], jnp.float32)
 
 
-def value_terms(strategy: str, advantages, rewards, values, last_value):
-    """The per-step score terms of the strategies that read values (`[T, N]`)."""
-    if strategy == "value_l1":
+def value_terms(score: str, advantages, rewards, values, last_value, dones, gamma: float):
+    """The per-step terms of the scores that read values (`[T, N]`; rewards as the learner sees them,
+    normalised where `--normalize-returns`)."""
+    next_values = jnp.concatenate([values[1:], last_value[None]], axis=0)
+    if score == "l1_value_loss":
         return jnp.abs(advantages)
-    if strategy == "gae":
+    if score == "gae":
         return advantages
-    if strategy == "positive_value_loss":
+    if score == "pvl":
         return jnp.maximum(advantages, 0.0)
-    if strategy == "one_step_td_error":  # the reference's |r_t + V_t - V_{t+1}|, as written there
-        next_values = jnp.concatenate([values[1:], last_value[None]], axis=0)
+    if score == "one_step_td":  # the compiled path's |r_t + gamma V_{t+1} (1 - d_t) - V_t| (curricula/scores.py)
+        return jnp.abs(rewards + gamma * next_values * (1.0 - dones) - values)
+    if score == "one_step_td_level_replay":  # facebookresearch/level-replay's |r_t + V_t - V_{t+1}|, as written there
         return jnp.abs(rewards + values - next_values)
     return jnp.zeros_like(advantages)
 
@@ -70,8 +75,8 @@ def host_model(env_name: str, obs_shape: tuple, num_actions: int, impala_channel
 class HostLearner:
     """`act`, `finish` and `update`, jitted once per run for a model and a PPO config."""
 
-    def __init__(self, model, ppo: PPOConfig, strategy: str):
-        self.model, self.ppo, self.strategy = model, ppo, strategy
+    def __init__(self, model, ppo: PPOConfig, score_function: str):
+        self.model, self.ppo, self.score_function = model, ppo, score_function
         self.act = jax.jit(self._act)
         self._greedy = jax.jit(lambda params, obs: jnp.argmax(self._forward(params, obs)[0].logits[0], axis=-1))
         self.finish = jax.jit(self._finish)
@@ -95,7 +100,7 @@ class HostLearner:
         """Sampled actions, their log-probabilities, values and policy score terms for one step of N envs."""
         policy, value = self._forward(params, obs)
         action = policy.sample(key)[0]
-        return action, policy.log_prob(action[None])[0], value, policy_term(self.strategy, policy.logits[0])
+        return action, policy.log_prob(action[None])[0], value, policy_term(self.score_function, policy.logits[0])
 
     def policy_action(self, params, key, obs, greedy: bool = False):
         """Actions for one step of N envs: sampled (as `act`), or the most likely ones with `greedy`."""
@@ -105,9 +110,10 @@ class HostLearner:
         """GAE, targets and score terms of a `[T, N]` rollout (rewards already normalised)."""
         _, last_value = self._forward(params, last_obs)
         advantages, targets = compute_gae(rewards, values, dones, last_value, self.ppo.gamma, self.ppo.gae_lambda)
-        if self.strategy in POLICY_TERMS:
+        if self.score_function in POLICY_TERMS:
             return advantages, targets, policy_terms
-        return advantages, targets, value_terms(self.strategy, advantages, rewards, values, last_value)
+        return advantages, targets, value_terms(self.score_function, advantages, rewards, values, last_value,
+                                                dones.astype(jnp.float32), self.ppo.gamma)
 
     def _step(self, train_state, batch: PPOBatch, idx):
         """One gradient step on the transitions `idx` of the batch (`agents.ppo.ppo_update`'s step)."""

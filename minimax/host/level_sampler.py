@@ -7,21 +7,22 @@ finishes an episode, so the sampler lives beside the env loop rather than in the
 The score-to-weight math is `curricula/weights.py`, the same code the in-jit `LevelBuffer` runs.
 
 What it keeps, per training level (`seeds`, a finite set such as Procgen's 200):
-- `scores`: the last score (EMA with `alpha`) of the level's episodes;
+- `scores`: the last score (EMA with `score_alpha`) of the level's episodes;
 - `seen`: the level has been scored at least once (the reference's `unseen_seed_weights`);
 - `staleness`: draws since the level was last drawn (every draw adds one to all levels and
   resets the drawn one, as the reference's `_update_staleness`).
 
 `sample()` decides replay or new as the reference does: `proportionate` (replay with probability
-= the seen fraction, once it is at least `rho`) or `fixed` (replay with probability `1 - nu` once
-the seen fraction is at least `rho`, always once every level is seen); a new level is uniform over
+= the seen fraction, once it is at least `rho`) or `fixed` (replay with probability `replay_prob`, the
+reference's `1 - nu`, once the seen fraction is at least `rho`, always once every level is seen); a
+new level is uniform over
 the unseen ones, a replayed one drawn from `P_replay = (1 - staleness_coef) P_S + staleness_coef P_C`
 with `P_S` from the scores over all levels and masked to the seen ones (the reference ranks all
 levels, the unseen at score 0, then zeroes the unseen), `P_C` likewise from staleness.
-`strategy="random"` is uniform over the levels (the PLR paper's baseline), `sequential` cycles.
+`score_function="random"` is uniform over the levels (the PLR paper's baseline), `sequential` cycles.
 
 Scores come from rollouts (`update_with_rollout`): a rollout of T steps of N envs splits per env
-into episode segments; each segment's score is the mean of per-step terms (`|GAE|` for `value_l1`,
+into episode segments; each segment's score is the mean of per-step terms (`|GAE|` for `l1_value_loss`,
 the GAE for `gae`, ...; computed on device by `step_score_terms`). A finished episode updates its
 level's score; the unfinished tail of each env (`partial_episodes`):
 - `flush` (the reference's `after_update`): scored on its own and committed after the update (if
@@ -47,37 +48,43 @@ from minimax.host.segment_tree import SumTree
 from minimax.curricula.weights import normalize, transform_weights
 from minimax.core.options import check
 
-Strategy = Literal["random", "sequential", "value_l1", "gae", "positive_value_loss", "policy_entropy",
-                   "least_confidence", "min_margin", "one_step_td_error"]
+ScoreFunction = Literal["random", "sequential", "l1_value_loss", "gae", "pvl", "policy_entropy",
+                        "normalized_policy_entropy", "least_confidence", "min_margin", "one_step_td",
+                        "one_step_td_level_replay"]
 ReplaySchedule = Literal["proportionate", "fixed"]
 PartialEpisodes = Literal["flush", "carry"]
 Draw = Literal["auto", "choice", "tree"]
 TREE_FROM = 10_000  # levels from which `auto` draws with the sum trees (benchmarks/segment_tree.py)
 Transform = Literal["rank", "power", "softmax", "eps_greedy", "top_k"]
-SCORED = ("value_l1", "gae", "positive_value_loss", "policy_entropy", "least_confidence", "min_margin",
-          "one_step_td_error")
+SCORED = ("l1_value_loss", "gae", "pvl", "policy_entropy", "normalized_policy_entropy", "least_confidence",
+          "min_margin", "one_step_td", "one_step_td_level_replay")
+"""The scores, named as the compiled path's where the formula is the same (`minimax/host/learner.py`)."""
 
 
 @dataclasses.dataclass(frozen=True)
 class SamplerConfig:
-    """The level sampler's settings; each is the training command's option of that name. Defaults are
-    the PLR paper's Procgen setting (`value_l1`, rank, beta 0.1, staleness 0.1, the reference's rho 1)."""
+    """The level sampler's settings; each is the training command's option of that name (the compiled
+    path's name where it means the same). Defaults are the PLR paper's Procgen setting (`l1_value_loss`,
+    the paper's value_l1; rank, beta 0.1, staleness 0.1, the reference's rho 1)."""
 
-    strategy: Strategy = "value_l1"
-    """How levels are chosen: a score (PLR) or `random` (uniform over the training levels) or `sequential`."""
+    score_function: ScoreFunction = "l1_value_loss"
+    """Level score (PLR): l1_value_loss |GAE|, gae, pvl max(GAE, 0), policy_entropy, normalized_policy_entropy
+    (/ log |A|, the reference's), least_confidence, min_margin, one_step_td |r + gamma V' (1 - d) - V| (the compiled
+    path's), one_step_td_level_replay |r + V - V'| (the reference's code); or random (uniform over the training
+    levels) or sequential (in order), which score nothing."""
     replay_schedule: ReplaySchedule = "proportionate"
-    """Replay probability: the seen fraction (proportionate) or 1 - nu (fixed), once the seen fraction >= rho."""
+    """Replay probability: the seen fraction (proportionate) or --replay-prob (fixed), once the seen fraction >= rho."""
     score_transform: Transform = "rank"
     """Score-to-weight transform of P_S."""
     temperature: float = 0.1
     """Temperature beta of the score transform."""
-    eps: float = 0.05
+    greedy_eps: float = 0.05
     """Exploration mass of --score-transform eps_greedy."""
     rho: float = 1.0
     """Seen fraction of the training levels before any replay (the reference's level_replay_rho)."""
-    nu: float = 0.5
-    """New-level probability of --replay-schedule fixed."""
-    alpha: float = 1.0
+    replay_prob: float = 0.5
+    """Replay probability of --replay-schedule fixed (the reference's 1 - nu)."""
+    score_alpha: float = 1.0
     """Score update: new = (1 - alpha) * old + alpha * observed."""
     staleness_coef: float = 0.1
     """Weight of the staleness distribution P_C in P_replay."""
@@ -99,13 +106,13 @@ class SamplerConfig:
 
     def _rules(self, c):
         c.positive("temperature", "staleness_temperature")
-        c.unit("eps", "rho", "nu", "staleness_coef")
-        if not 0 < self.alpha <= 1:
-            c.add(f"--alpha must be in (0, 1], got {self.alpha!r}")
+        c.unit("greedy_eps", "rho", "replay_prob", "staleness_coef")
+        if not 0 < self.score_alpha <= 1:
+            c.add(f"--score-alpha must be in (0, 1], got {self.score_alpha!r}")
 
     @property
     def scored(self) -> bool:
-        return self.strategy in SCORED
+        return self.score_function in SCORED
 
 
 class LevelSampler:
@@ -134,7 +141,7 @@ class LevelSampler:
 
     def _masked(self, values, transform, temperature):
         everything = np.ones(values.shape, bool)
-        w = transform_weights(values, everything, transform, temperature, self.cfg.eps, ties="ordinal", xp=np)
+        w = transform_weights(values, everything, transform, temperature, self.cfg.greedy_eps, ties="ordinal", xp=np)
         return normalize(w * self.seen, self.seen, np) if self.seen.any() else w * 0
 
     def sample_weights(self) -> np.ndarray:
@@ -161,9 +168,9 @@ class LevelSampler:
     def sample(self) -> int:
         """The next level for an env whose episode just ended (one reference `sample()` call)."""
         cfg, n = self.cfg, self.seeds.size
-        if cfg.strategy == "random":
+        if cfg.score_function == "random":
             return int(self.seeds[self.rng.integers(n)])
-        if cfg.strategy == "sequential":
+        if cfg.score_function == "sequential":
             return self.sample_sequential()
         return self.sample_replay() if self.replay_decision() else self.sample_new()
 
@@ -172,7 +179,7 @@ class LevelSampler:
         `sample_replay_decision`); always once every level is seen. Robust PLR takes it once per rollout."""
         cfg, seen = self.cfg, self.seen_fraction
         if cfg.replay_schedule == "fixed":
-            replay = seen >= cfg.rho and (self.rng.random() > cfg.nu or seen >= 1.0)
+            replay = seen >= cfg.rho and (self.rng.random() > 1.0 - cfg.replay_prob or seen >= 1.0)
         else:
             replay = seen >= cfg.rho and self.rng.random() < seen
         return bool(replay or seen >= 1.0)
@@ -225,12 +232,12 @@ class LevelSampler:
             self._unseen_tree.update(i, 0.0)
         self._score_tree = None
         self.seen[i] = True
-        self.scores[i] = (1 - self.cfg.alpha) * self.scores[i] + self.cfg.alpha * score
+        self.scores[i] = (1 - self.cfg.score_alpha) * self.scores[i] + self.cfg.score_alpha * score
 
     def update_with_rollout(self, levels, dones, terms):
         """Score the episodes of a rollout. `levels int64[T, N]`: the level each transition was played
-        in; `dones bool[T, N]`: transition t ended its episode; `terms float[T, N]`: the strategy's
-        per-step score terms (`step_score_terms`). Finished episodes are committed in the reference's
+        in; `dones bool[T, N]`: transition t ended its episode; `terms float[T, N]`: the score's
+        per-step terms (`step_score_terms`). Finished episodes are committed in the reference's
         order (env by env, in time); each env's unfinished tail is kept for `after_update`."""
         if not self.cfg.scored:
             return
@@ -254,7 +261,7 @@ class LevelSampler:
                 start = end + 1
 
     def _segment_score(self, terms):
-        if self.cfg.strategy == "one_step_td_error":
+        if self.cfg.score_function == "one_step_td_level_replay":
             # The reference's td term spans t and t + 1, so a segment of n steps has n - 1 of them.
             return (float(np.mean(terms[:-1])) if terms.size > 1 else 0.0), terms.size
         return float(np.mean(terms)), terms.size

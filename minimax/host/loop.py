@@ -12,14 +12,17 @@ onto a replayed (or a new) level, restarts an ended episode on the same level, a
 update after a rollout of new levels (`gradient_updates` counts the updates; `update` counts rollouts).
 Then logs, periodic evaluation on unseen test levels and on training levels, checkpoints.
 
+The run lasts `--num-updates` units of `--budget`: PPO updates (`updates`; robust PLR's rollouts of new
+levels do not count) or rollouts of `--num-envs` x `--num-steps` env steps (`env_steps`).
+
 A checkpoint holds the train state (Orbax) and, beside it, everything on the host the next update
-reads (the envs' serialized states, the sampler with its random stream, the return normaliser,
-the current observations, the open episodes' returns, the key): a resumed run continues exactly.
+reads (the envs' states, the sampler with its random stream, the return normaliser, the current
+observations, the open episodes' returns, the key), stored as data (`checkpoints.py`): a resumed run
+continues exactly.
 """
 
 from __future__ import annotations
 
-import pickle
 import shutil
 import sys
 import time
@@ -29,7 +32,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from minimax.training.checkpoint import Checkpointer, CheckpointError
+from minimax.training.checkpoint import CheckpointError
+from minimax.host.checkpoints import HostCheckpoints
 from minimax.host.level_sampler import LevelSampler
 from minimax.host.return_normalizer import ReturnNormalizer
 from minimax.envs.host import make_host_env
@@ -37,6 +41,7 @@ from minimax.host.config import HostTrainConfig, parse_host_config
 from minimax.host.scoring import evaluate_levels, return_summary, test_levels
 from minimax.host.learner import HostLearner, host_model
 from minimax.core.options import ConfigError
+from minimax.core.units import LABEL
 from minimax.training.progress import Progress
 from minimax.training.run_logs import RunLogger
 
@@ -69,11 +74,11 @@ class HostRun:
 
     def __init__(self, cfg: HostTrainConfig):
         self.cfg = cfg
-        self.env = make_host_env(cfg.env, cfg.num_envs, distribution_mode=cfg.distribution_mode, seed=cfg.seed)
+        self.env = make_env(cfg, cfg.num_envs, cfg.seed)
         self.model = host_model(cfg.env, self.env.obs_shape, self.env.num_actions, cfg.impala_channels, cfg.hidden)
         sampler_cfg = cfg.sampler_config
-        self.learner = HostLearner(self.model, cfg.ppo, sampler_cfg.strategy)
-        self.sampler = LevelSampler(np.arange(cfg.train_levels.start, cfg.train_levels.stop), cfg.num_envs,
+        self.learner = HostLearner(self.model, cfg.ppo, sampler_cfg.score_function)
+        self.sampler = LevelSampler(np.arange(cfg.level_seeds.start, cfg.level_seeds.stop), cfg.num_envs,
                                     sampler_cfg, rng_seed=cfg.seed)
         self.normalizer = ReturnNormalizer(cfg.num_envs) if cfg.normalize_returns else None
         key, init_key = jax.random.split(jax.random.key(cfg.seed))
@@ -85,6 +90,11 @@ class HostRun:
         self.update_count = 0
         self.gradient_updates = 0
         self.robust = cfg.method == "robust_plr"
+
+    @property
+    def units_done(self) -> int:
+        """Units of `--budget` spent: PPO updates, or rollouts (batches of num_envs x num_steps env steps)."""
+        return self.gradient_updates if self.cfg.budget == "updates" else self.update_count
 
     # ------------------------------------------------------------------ one update
     def _start_robust_rollout(self) -> bool:
@@ -197,89 +207,86 @@ class HostRun:
         self.env.close()
 
 
-class HostCheckpoints:
-    """Orbax for the train state; a pickle per checkpoint beside it for the host state, written first
-    and atomically, so every Orbax step has its host state."""
-
-    def __init__(self, run_dir: Path):
-        self.orbax = Checkpointer(run_dir / "checkpoints")
-        self.host_dir = run_dir / "host_state"
-        self.host_dir.mkdir(parents=True, exist_ok=True)
-
-    def save(self, run: HostRun):
-        step = run.update_count
-        tmp = self.host_dir / f"{step}.pkl.tmp"
-        tmp.write_bytes(pickle.dumps(run.host_state()))
-        tmp.replace(self.host_dir / f"{step}.pkl")
-        self.orbax.save(step, {"train_state": run.train_state}, {"update": step})
-        kept = set(self.orbax.steps())
-        for p in self.host_dir.glob("*.pkl"):
-            if int(p.stem) not in kept:
-                p.unlink()
-
-    def restore(self, run: HostRun):
-        step = self.orbax.latest_step()
-        if step is None:
-            raise CheckpointError(f"--resume: no checkpoint in {self.orbax.directory}")
-        state, _ = self.orbax.restore({"train_state": run.train_state}, step)
-        path = self.host_dir / f"{step}.pkl"
-        if not path.exists():
-            raise CheckpointError(f"checkpoint {step}: its host state {path} is missing")
-        run.train_state = state["train_state"]
-        run.load_host_state(pickle.loads(path.read_bytes()))
+def make_env(cfg: HostTrainConfig, num_envs: int, seed: int):
+    """The run's host env with `num_envs` slots; an env that cannot be made is a one-line `ConfigError`."""
+    try:
+        return make_host_env(cfg.env, num_envs, distribution_mode=cfg.distribution_mode, seed=seed)
+    except ValueError as e:
+        raise ConfigError(f"--env {cfg.env}: {e}") from None
 
 
 def _evaluate(run: HostRun, eval_env, episodes: int, update: int) -> dict:
     """Mean returns on `episodes` unseen test levels and `episodes` training levels, and the gap."""
     cfg = run.cfg
     rng = np.random.default_rng([cfg.seed, update])
-    tests = test_levels(rng, episodes, exclude=cfg.train_levels)
-    trains = rng.choice(np.arange(cfg.train_levels.start, cfg.train_levels.stop), episodes)
+    tests = test_levels(rng, episodes, exclude=cfg.level_seeds)
+    trains = rng.choice(np.arange(cfg.level_seeds.start, cfg.level_seeds.stop), episodes)
     key = jax.random.fold_in(jax.random.key(cfg.seed + 1), update)
     test = evaluate_levels(run.learner, run.train_state.params, eval_env, tests, key)
     train = evaluate_levels(run.learner, run.train_state.params, eval_env, trains, jax.random.fold_in(key, 1))
     return return_summary(cfg.env, cfg.distribution_mode, test, train)
 
 
-def _prepare_run_dir(cfg: HostTrainConfig) -> None:
+def _prepare_run_dir(cfg: HostTrainConfig) -> bool:
+    """Make the run directory (or check it, to resume); whether this call made it."""
     run_dir = cfg.run_dir
     if cfg.resume:
-        return
+        return False
     if run_dir.exists() and any(run_dir.iterdir()):
         if not cfg.overwrite:
             raise RunError(f"run directory {run_dir} exists: --resume to continue it, --overwrite to start afresh, "
                            "or another --run-name")
         shutil.rmtree(run_dir)
+    made = not run_dir.exists()
     run_dir.mkdir(parents=True, exist_ok=True)
+    return made
+
+
+def _start(cfg: HostTrainConfig):
+    """The run, its checkpoints, logger and evaluation env, restored where `--resume`. A start that fails
+    removes the run directory it made (an existing run's is left as it was)."""
+    made = _prepare_run_dir(cfg)
+    run = eval_env = None
+    try:
+        run = HostRun(cfg)
+        checkpoints = HostCheckpoints(cfg.run_dir)
+        if cfg.resume:
+            checkpoints.restore(run)
+        eval_env = make_env(cfg, min(cfg.num_envs, cfg.eval_episodes), cfg.seed + 1)
+        logger = RunLogger(cfg.run_dir, COLUMNS)
+    except BaseException:
+        for thing in (eval_env, run):
+            if thing is not None:
+                thing.close()
+        if made:
+            shutil.rmtree(cfg.run_dir, ignore_errors=True)
+        raise
+    if cfg.resume:
+        logger.truncate_after(run.update_count)
+    cfg.save(cfg.run_dir / "config.json")
+    return run, checkpoints, logger, eval_env
+
+
+def _warn_robust_horizon(run: HostRun) -> None:
+    cfg, limit = run.cfg, getattr(run.env, "max_episode_steps", None)
+    if run.robust and limit and cfg.num_steps < limit:
+        print(f"warning: --method robust_plr restarts every env at each rollout, so with --num-steps {cfg.num_steps} "
+              f"against episodes of up to {limit} steps the student trains only on the first {cfg.num_steps} steps "
+              f"of each level's episodes", file=sys.stderr)
 
 
 def train(cfg: HostTrainConfig) -> Path:
     """Run (or resume) a host-environment training run; returns its directory."""
     cfg.validate()
-    _prepare_run_dir(cfg)
-    run = HostRun(cfg)
-    limit = getattr(run.env, "max_episode_steps", None)
-    if run.robust and limit and cfg.num_steps < limit:
-        print(f"warning: --method robust_plr restarts every env at each rollout, so with --num-steps {cfg.num_steps} "
-              f"against episodes of up to {limit} steps the student trains only on the first {cfg.num_steps} steps "
-              f"of each level's episodes", file=sys.stderr)
-    checkpoints = HostCheckpoints(cfg.run_dir)
-    logger = RunLogger(cfg.run_dir, COLUMNS)
-    if cfg.resume:
-        checkpoints.restore(run)
-        logger.truncate_after(run.update_count)
-    cfg.save(cfg.run_dir / "config.json")
-    eval_env = make_host_env(cfg.env, min(cfg.num_envs, cfg.eval_episodes), distribution_mode=cfg.distribution_mode,
-                             seed=cfg.seed + 1)
-    total, started = cfg.num_updates, time.perf_counter()
-    progress = Progress(total, run.update_count, run.update_count * cfg.num_envs * cfg.num_steps,
-                        enabled=cfg.progress)
+    run, checkpoints, logger, eval_env = _start(cfg)
+    _warn_robust_horizon(run)
+    total, started, per = cfg.num_updates, time.perf_counter(), cfg.env_steps_per_update
+    progress = Progress(total, run.units_done, run.update_count * per, enabled=cfg.progress, unit=LABEL[cfg.budget])
     try:
-        while run.update_count < total:
+        while run.units_done < total:
             row = run.update()
-            u = run.update_count
-            env_steps = u * cfg.num_envs * cfg.num_steps
-            last = u == total
+            u, env_steps = run.update_count, run.update_count * per
+            last = run.units_done >= total
             if cfg.eval_every and (u % cfg.eval_every == 0 or last):
                 row.update(_evaluate(run, eval_env, cfg.eval_episodes, u))
             if last:
@@ -290,7 +297,7 @@ def train(cfg: HostTrainConfig) -> Path:
             out_of_time = cfg.time_limit > 0 and time.perf_counter() - started >= cfg.time_limit and not last
             if u % cfg.checkpoint_every == 0 or last or out_of_time:
                 checkpoints.save(run)
-            progress.advance(u, env_steps, row["sps"], row["train_return"])
+            progress.advance(run.units_done, env_steps, row["sps"], row["train_return"])
             if out_of_time:
                 raise TimeLimitReached(u, time.perf_counter() - started)
     finally:

@@ -43,6 +43,7 @@ import jax
 import jax.numpy as jnp
 
 from minimax.agents.distributions import Categorical
+from minimax.models.initializers import orthogonal
 
 _CONV_INIT = nn.initializers.xavier_uniform()
 # PyTorch MaxPool2d(kernel_size=3, stride=2, padding=1): pad one (-inf) pixel on each side.
@@ -76,11 +77,11 @@ class ImpalaActorCritic(nn.Module):
         # Channel-major flatten, as PyTorch's NCHW `reshape(B, -1)`.
         x = jnp.transpose(x, (0, 3, 1, 2)).reshape(x.shape[0], -1)
         x = nn.relu(x)
-        x = nn.relu(nn.Dense(self.hidden, kernel_init=nn.initializers.orthogonal(math.sqrt(2)),
+        x = nn.relu(nn.Dense(self.hidden, kernel_init=orthogonal(math.sqrt(2)),
                              name="fc")(x))
-        logits = nn.Dense(self.n_actions, kernel_init=nn.initializers.orthogonal(0.01),
+        logits = nn.Dense(self.n_actions, kernel_init=orthogonal(0.01),
                           name="dist_linear")(x)
-        value = nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0), name="critic_linear")(x)[..., 0]
+        value = nn.Dense(1, kernel_init=orthogonal(1.0), name="critic_linear")(x)[..., 0]
         return carry, Categorical(logits.reshape(lead + (self.n_actions,))), value.reshape(lead)
 
     def _stage(self, x, c: int, name: str):

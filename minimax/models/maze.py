@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 
 from minimax.agents.distributions import Categorical
+from minimax.models.initializers import orthogonal
 from minimax.models.recurrent import WithRecurrentCore
 
 
@@ -48,7 +49,7 @@ class MazeActorCritic(WithRecurrentCore):
     def __call__(self, carry, obs: dict, reset: jax.Array):
         """`(carry, obs[T, N], reset[T, N]) -> (carry, Categorical(logits[T, N, A]), value[T, N])`."""
         x = conv_features(obs["image"], self.conv_filters)
-        d = nn.Embed(4, self.dir_embed_size, embedding_init=nn.initializers.orthogonal(1.0),
+        d = nn.Embed(4, self.dir_embed_size, embedding_init=orthogonal(1.0),
                      name="dir_embed")(obs["agent_dir"].astype(jnp.int32))
         x = jnp.concatenate([x, d], axis=-1)
 
@@ -72,7 +73,7 @@ class PatchConv(nn.Module):
 
     features: int
     kernel_size: tuple[int, int] = (3, 3)
-    kernel_init: typing.Callable = nn.initializers.orthogonal(math.sqrt(2))
+    kernel_init: typing.Callable = orthogonal(math.sqrt(2))
 
     @nn.compact
     def __call__(self, x):
@@ -97,14 +98,14 @@ def conv_features(image, filters: int):
 def actor_critic_heads(h, n_actions: int, hidden: int):
     """`(logits [..., n_actions], value [...])`: Dense(hidden)+tanh then Dense, per head; the policy
     output is the constant 0.01 (a uniform initial policy), the value output orthogonal gain 1."""
-    trunk = nn.initializers.orthogonal(math.sqrt(2))
+    trunk = orthogonal(math.sqrt(2))
 
     def head(out_size, out_init, name):
         y = nn.tanh(nn.Dense(hidden, kernel_init=trunk, name=f"{name}_hidden")(h))
         return nn.Dense(out_size, kernel_init=out_init, name=f"{name}_out")(y)
 
     logits = head(n_actions, nn.initializers.constant(0.01), "policy")
-    value = head(1, nn.initializers.orthogonal(1.0), "value")[..., 0]
+    value = head(1, orthogonal(1.0), "value")[..., 0]
     return logits, value
 
 

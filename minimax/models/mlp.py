@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from minimax.agents.distributions import Categorical, DiagGaussian
+from minimax.models.initializers import orthogonal
 from minimax.models.recurrent import WithRecurrentCore
 
 NO_CORE = "none"
@@ -83,21 +84,21 @@ class MLPActorCritic(WithRecurrentCore):
             h_policy, h_value = self._trunk(x, "policy_trunk"), self._trunk(x, "value_trunk")
 
         if self.action_dim > 0:
-            mean = nn.Dense(self.action_dim, kernel_init=nn.initializers.orthogonal(0.01),
+            mean = nn.Dense(self.action_dim, kernel_init=orthogonal(0.01),
                             name="policy_out")(h_policy)
             log_std = self.param("log_std", nn.initializers.constant(self.log_std_init), (self.action_dim,))
             # Broadcast to the mean's shape so the policy slices like any [T, N, ...] pytree.
             policy = DiagGaussian(mean, jnp.broadcast_to(log_std, mean.shape))
         else:
-            logits = nn.Dense(self.n_actions, kernel_init=nn.initializers.orthogonal(0.01),
+            logits = nn.Dense(self.n_actions, kernel_init=orthogonal(0.01),
                               name="policy_out")(h_policy)
             policy = Categorical(logits)
-        value = nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0), name="value_out")(h_value)[..., 0]
+        value = nn.Dense(1, kernel_init=orthogonal(1.0), name="value_out")(h_value)[..., 0]
         return carry, policy, value
 
     def _trunk(self, x, name: str):
         """`n_hidden_layers` x (Dense(hidden), orthogonal gain sqrt 2, zero bias, tanh)."""
         for i in range(self.n_hidden_layers):
-            x = nn.tanh(nn.Dense(self.hidden, kernel_init=nn.initializers.orthogonal(math.sqrt(2)),
+            x = nn.tanh(nn.Dense(self.hidden, kernel_init=orthogonal(math.sqrt(2)),
                                  name=f"{name}_{i}")(x))
         return x

@@ -28,6 +28,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from minimax.models.initializers import orthogonal
 from minimax.models.s5 import S5
 
 
@@ -148,7 +149,7 @@ class LSTM(nn.Module):
     @nn.compact
     def __call__(self, carry, x, reset):
         h_size = self.features
-        gate_init = per_gate(nn.initializers.orthogonal(1.0), 4)  # gates (i, f, g, o)
+        gate_init = per_gate(orthogonal(1.0), 4)  # gates (i, f, g, o)
         w_in = self.param("input_kernel", gate_init, (x.shape[-1], 4 * h_size))
         w_h = self.param("hidden_kernel", gate_init, (h_size, 4 * h_size))
         b = self.param("bias", nn.initializers.zeros, (4 * h_size,))  # flax: on the hidden side only
@@ -174,7 +175,7 @@ class GRU(nn.Module):
     @nn.compact
     def __call__(self, carry, x, reset):
         h_size = self.features
-        gate_init = per_gate(nn.initializers.orthogonal(1.0), 3)  # gates (r, z, n)
+        gate_init = per_gate(orthogonal(1.0), 3)  # gates (r, z, n)
         w_in = self.param("input_kernel", gate_init, (x.shape[-1], 3 * h_size))
         b_in = self.param("input_bias", nn.initializers.zeros, (3 * h_size,))
         w_h = self.param("hidden_kernel", gate_init, (h_size, 3 * h_size))

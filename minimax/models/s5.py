@@ -60,6 +60,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from minimax.models.initializers import orthogonal
+
 LAYERNORM_POSITIONS = ("pre", "post", "none")
 
 
@@ -326,7 +328,7 @@ class S5(nn.Module):
         if self.layernorm not in LAYERNORM_POSITIONS:
             raise ValueError(f"S5 layer norm position must be one of {', '.join(LAYERNORM_POSITIONS)}, "
                              f"got {self.layernorm!r}")
-        x = nn.Dense(self.features, kernel_init=nn.initializers.orthogonal(1.0), name="input_projection")(x)
+        x = nn.Dense(self.features, kernel_init=orthogonal(1.0), name="input_projection")(x)
         new_carry = []
         for i in range(self.n_layers):
             layer_carry, x = S5Layer(self.features, self.n_blocks, self.layernorm, self.scan,

@@ -25,8 +25,9 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from minimax.models.maze import actor_critic_heads, conv_features
 from minimax.agents.distributions import Categorical
+from minimax.models.initializers import orthogonal
+from minimax.models.maze import actor_critic_heads, conv_features
 from minimax.models.recurrent import WithRecurrentCore
 
 
@@ -44,7 +45,7 @@ class MazeTeacherActorCritic(WithRecurrentCore):
         """`(carry, obs[T, N], reset[T, N]) -> (carry, Categorical(logits[T, N, cells]), value[T, N])`."""
         parts = [conv_features(obs["image"], self.conv_filters)]
         time = jnp.clip(obs["time"].astype(jnp.int32), 0, self.num_steps - 1)
-        parts.append(nn.Embed(self.num_steps, self.time_embed_size, embedding_init=nn.initializers.orthogonal(1.0),
+        parts.append(nn.Embed(self.num_steps, self.time_embed_size, embedding_init=orthogonal(1.0),
                               name="time_embed")(time))
         if "noise" in obs:
             parts.append(obs["noise"].astype(jnp.float32))

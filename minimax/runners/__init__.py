@@ -1,36 +1,51 @@
-"""Runners: one pure, jittable `init(key)` / `step(state)` pair per autocurriculum (see `base.Runner`).
+"""Runners: one pure, jittable `init(key)` / `step(state)` pair per autocurriculum (see `base.Runner`),
+each registered as a `--method` by its own module (`registry.py`).
 
 One module per method: `dr`, `plr`, `robust_plr`, `accel`, `parallel_plr`, `parallel_accel`;
-the PLR family's shared pieces are in `plr_family`; `paired` runs every learned-teacher method
-(PAIRED, population PAIRED, the minimax adversary: one runner, three teacher rewards); `sfl`
-samples levels and trains on the most learnable (Sampling For Learnability). `RUNNERS` maps `--method` to its class.
+the PLR family's shared pieces are in `plr_family` (and `plr_method`: a PLR runner as a method);
+`paired` runs every learned-teacher method (PAIRED, population PAIRED, the minimax adversary: one
+runner, three teacher rewards); `sfl` samples levels and trains on the most learnable (Sampling
+For Learnability). Importing this package registers them all.
 """
 
-from minimax.runners.accel import ACCELRunner
-from minimax.runners.base import Runner
-from minimax.runners.dr import DRRunner, DRState
-from minimax.runners.paired import PAIREDRunner, PAIREDState, TeacherConfig
-from minimax.runners.parallel_accel import ParallelACCELRunner
-from minimax.runners.parallel_plr import ParallelPLRRunner
+from collections.abc import Mapping
+
+# Importing a method's module registers it: this order is `--method`'s order of choices.
+from minimax.runners.dr import DRRunner, DRState  # noqa: I001
 from minimax.runners.plr import PLRRunner
-from minimax.runners.plr_family import CurriculumConfig, PLRFamilyRunner, PLRState
 from minimax.runners.robust_plr import RobustPLRRunner
+from minimax.runners.parallel_plr import ParallelPLRRunner
+from minimax.runners.accel import ACCELRunner
+from minimax.runners.parallel_accel import ParallelACCELRunner
+from minimax.runners.paired import PAIREDRunner, PAIREDState, TeacherConfig
 from minimax.runners.sfl import SFLConfig, SFLRunner, SFLState
+from minimax.runners.base import Runner
+from minimax.runners.plr_family import CurriculumConfig, PLRFamilyRunner, PLRState
+from minimax.runners.plr_method import MUTATION_READS, PLR_READS, REPLAY_PROB, plr_builder, plr_method
+from minimax.runners.registry import BuildParts, Method, get_method, method_names, register_method
 
-RUNNERS: dict[str, type] = {
-    "dr": DRRunner,
-    "plr": PLRRunner,
-    "robust_plr": RobustPLRRunner,
-    "parallel_plr": ParallelPLRRunner,
-    "accel": ACCELRunner,
-    "parallel_accel": ParallelACCELRunner,
-    "paired": PAIREDRunner,
-    "pop_paired": PAIREDRunner,
-    "minimax_adversary": PAIREDRunner,
-    "sfl": SFLRunner,
-}
-"""Every method's runner class, by `--method` name."""
+class _Runners(Mapping):
+    """`--method` name -> runner class, of every registered method that declares its class (a view of
+    the registry, so methods registered later appear too)."""
 
-__all__ = ["ACCELRunner", "CurriculumConfig", "DRRunner", "DRState", "PAIREDRunner", "PAIREDState", "PLRFamilyRunner",
-           "PLRRunner", "PLRState", "ParallelACCELRunner", "ParallelPLRRunner", "RUNNERS", "RobustPLRRunner", "Runner",
-           "SFLConfig", "SFLRunner", "SFLState", "TeacherConfig"]
+    def _table(self):
+        return {n: m.runner for n in method_names() if (m := get_method(n)).runner is not None}
+
+    def __getitem__(self, name):
+        return self._table()[name]
+
+    def __iter__(self):
+        return iter(self._table())
+
+    def __len__(self):
+        return len(self._table())
+
+
+RUNNERS: Mapping[str, type] = _Runners()
+"""Every method's runner class, by `--method` name (kept for scripts; the registry is `get_method`)."""
+
+__all__ = ["ACCELRunner", "BuildParts", "CurriculumConfig", "DRRunner", "DRState", "MUTATION_READS", "Method",
+           "PAIREDRunner", "PAIREDState", "PLRFamilyRunner", "PLRRunner", "PLRState", "PLR_READS", "REPLAY_PROB",
+           "ParallelACCELRunner", "ParallelPLRRunner", "RUNNERS", "RobustPLRRunner", "Runner", "SFLConfig",
+           "SFLRunner", "SFLState", "TeacherConfig", "get_method", "method_names", "plr_builder", "plr_method",
+           "register_method"]

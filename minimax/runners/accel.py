@@ -14,6 +14,8 @@ import jax
 
 from minimax.runners.plr_family import cond_or_zeros
 from minimax.runners.robust_plr import RobustPLRRunner
+from minimax.runners.plr_method import plr_method
+from minimax.runners.registry import register_method
 
 
 class ACCELRunner(RobustPLRRunner):
@@ -34,3 +36,6 @@ class ACCELRunner(RobustPLRRunner):
             return buffer, self.group_metrics("mutated", children, rollout, s, valid)
 
         return cond_or_zeros(replay, mutate_and_play, buffer)
+
+
+register_method(plr_method(ACCELRunner, "ACCEL: robust PLR whose replayed levels are mutated into new ones"))

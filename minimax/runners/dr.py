@@ -30,6 +30,7 @@ from minimax.envs.wrappers import GenerateAutoReset
 from minimax.core.metrics import reduce_over_devices
 from minimax.core.parallel import NO_SHARD, Shard
 from minimax.runners.rollout import EnvStream, collect_rollout, episode_metrics, ppo_batch, start_stream
+from minimax.runners.registry import Method, register_method
 
 
 @struct.dataclass
@@ -103,3 +104,9 @@ class DRRunner:
         metrics["cycles"] = jnp.ones((), jnp.int32)
         state = DRState(train_state=ts, stream=stream, key=key, updates=state.updates + 1)
         return state, metrics
+
+
+register_method(Method(
+    "dr", summary="domain randomisation: a fresh level from the generator for every episode", runner=DRRunner,
+    reads=("dr_restart_each_update",), trains_every_cycle=True,
+    build=lambda parts: DRRunner(*parts.args, shard=parts.shard, restart_each_update=parts.cfg.env.dr_restart_each_update)))

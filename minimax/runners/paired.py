@@ -51,6 +51,7 @@ from minimax.core.options import check
 from minimax.core.parallel import NO_SHARD, Shard
 from minimax.models.s5 import s5_shape_problem
 from minimax.runners.design import design_levels, with_final_reward
+from minimax.runners.registry import Method, register_method
 from minimax.runners.rollout import Rollout, episode_metrics, play_levels, ppo_batch
 
 TeacherScore = Literal[tuple(TEACHER_SCORES)]
@@ -297,3 +298,21 @@ class PAIREDRunner:
         metrics["gradient_updates"] = jnp.ones((), jnp.int32)
         metrics["cycles"] = jnp.ones((), jnp.int32)
         return metrics
+
+
+def _build(parts):
+    """A learned-teacher runner: the environment's design environment and network for the teacher."""
+    env, env_params, _, model, students, num_envs, num_steps = parts.args
+    cfg, teacher = parts.cfg, parts.spec.teacher
+    return PAIREDRunner(env, env_params, teacher.env, teacher.make_params(cfg), model, teacher.make_model(cfg),
+                        students, cfg.teacher.ppo(students, cfg.num_updates), num_envs, num_steps,
+                        n_students=cfg.teacher.students_for(cfg.method), score=cfg.teacher.score_for(cfg.method),
+                        level_metrics=parts.spec.level_metrics, shard=parts.shard)
+
+
+for _name, _summary in (("paired", "PAIRED: a teacher paid the protagonist-antagonist regret designs the levels"),
+                        ("pop_paired", "population PAIRED: the teacher's regret over a population of students"),
+                        ("minimax_adversary", "the minimax adversary: a teacher paid the student's failure")):
+    register_method(Method(_name, build=_build, summary=_summary, reads=("teacher",), designs_levels=True,
+                           trains_every_cycle=True, runner=PAIREDRunner,
+                           problems=lambda cfg, spec: cfg.teacher.problems(cfg.method, cfg.env, cfg.model, cfg.num_envs)))

@@ -9,9 +9,15 @@ buffer is ready, gradient-free rollouts of 3N new levels fill it.
 from __future__ import annotations
 
 from minimax.runners.parallel_plr import ParallelPLRRunner
+from minimax.runners.plr_method import plr_method
+from minimax.runners.registry import register_method
 
 
 class ParallelACCELRunner(ParallelPLRRunner):
     method = "parallel_accel"
     groups = 3
     mutates = True
+
+
+register_method(plr_method(ParallelACCELRunner, "parallel ACCEL: new, replayed and mutated levels in one rollout",
+                            coin_replay=False))

@@ -16,6 +16,8 @@ import jax.numpy as jnp
 
 from minimax.runners.plr_family import PLRFamilyRunner, PLRState
 from minimax.runners.rollout import env_slice, ppo_batch, rollout_envs
+from minimax.runners.plr_method import plr_method
+from minimax.runners.registry import register_method
 
 
 class ParallelPLRRunner(PLRFamilyRunner):
@@ -73,3 +75,7 @@ class ParallelPLRRunner(PLRFamilyRunner):
             metrics.update(group("mutated", 2, ready))
         return self._finish(state, train_state, buffer, training_set, key, metrics, rollout, ready, ready,
                             self.envs_per_rollout * self.num_steps)
+
+
+register_method(plr_method(ParallelPLRRunner, "parallel PLR: new and replayed levels in one rollout, the replays train",
+                            coin_replay=False))

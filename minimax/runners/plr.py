@@ -15,6 +15,8 @@ import jax.numpy as jnp
 
 from minimax.runners.plr_family import PLRFamilyRunner, PLRState
 from minimax.runners.rollout import ppo_batch
+from minimax.runners.plr_method import plr_method
+from minimax.runners.registry import register_method
 
 
 class PLRRunner(PLRFamilyRunner):
@@ -51,3 +53,6 @@ class PLRRunner(PLRFamilyRunner):
             env_steps = env_steps * (1 + replay.astype(jnp.int32))
         return self._finish(state, train_state, buffer, training_set, key, metrics, rollout, replay, trainable,
                             env_steps)
+
+
+register_method(plr_method(PLRRunner, "PLR: each cycle replays buffer levels (p = --replay-prob) or plays new ones; trains on both"))

@@ -48,7 +48,7 @@ from minimax.agents.ppo import PPOConfig, create_train_state, ppo_update
 from minimax.core.units import max_idle_cycles
 from minimax.curricula.level_buffer import (BufferConfig, LevelBuffer, advance_clock, buffer_stats, fill_ratio,
                                             init_buffer, locate, offer, sample_replay)
-from minimax.curricula.scores import SCORE_FUNCTIONS, ScoreInputs, rollout_max_return, score_levels
+from minimax.curricula.scores import SCORES, ScoreInputs, rollout_max_return, score_levels
 from minimax.curricula.training_set import (REPLAY_SCHEDULES, TrainingSet, draw_new_seeds, init_training_set,
                                             level_from_seed, mark_seen, replay_probability)
 from minimax.core.metrics import level_metric_sums, mean_sums, reduce_over_devices
@@ -70,8 +70,9 @@ class CurriculumConfig:
     methods replay on every step once the buffer is ready, as the reference, and do not use it)."""
     min_fill_ratio: float = 0.5
     """Replay only once this fraction of the buffer is filled."""
-    score_function: Literal[SCORE_FUNCTIONS] = "maxmc"
-    """Level score (PLR family): see minimax/curricula/scores.py."""
+    score_function: str = "maxmc"
+    """Level score (PLR family): pvl, maxmc, l1_value_loss, gae, policy_entropy, one_step_td, least_confidence,
+    min_margin, learnability, or one registered with minimax.curricula.scores.register_score."""
     replay_with_replacement: bool = True
     """Sample the replay batch with replacement (else distinct levels, Gumbel top-k)."""
     train_levels: int = 0
@@ -96,6 +97,8 @@ class CurriculumConfig:
     @staticmethod
     def _rules(c):
         c.unit("replay_prob", "min_fill_ratio")
+        if c.obj.score_function not in SCORES:
+            c.add(f"--score-function must be one of {', '.join(SCORES)}, got {c.obj.score_function!r}")
         for name in ("train_levels", "mutation_subsample", "n_mutations"):
             c.integer(name)
 

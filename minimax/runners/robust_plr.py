@@ -10,6 +10,8 @@ updates takes about 1 / `replay_prob` cycles (`minimax/training/budget.py`).
 from __future__ import annotations
 
 from minimax.runners.plr import PLRRunner
+from minimax.runners.plr_method import plr_method
+from minimax.runners.registry import register_method
 
 
 class RobustPLRRunner(PLRRunner):
@@ -17,3 +19,6 @@ class RobustPLRRunner(PLRRunner):
     trains_on_new_levels = False
     trains_every_cycle = False
     trains_only_on_replays = True
+
+
+register_method(plr_method(RobustPLRRunner, "robust PLR: PLR that trains only on replayed levels"))

@@ -57,10 +57,21 @@ def start_stream(env_state, obs, carry) -> EnvStream:
                      episode_return=jnp.zeros((n,), jnp.float32), episode_length=jnp.zeros((n,), jnp.int32))
 
 
+def typed_key(key):
+    """`key` as a typed key array (`jax.random.key`): a legacy raw key (`jax.random.PRNGKey`,
+    `uint32[..., 2]`) is wrapped, so `PRNGKey(s)` and `key(s)` draw the same numbers. A typed
+    key's `ndim` counts keys, not key words, so it says "one key or a batch" under `vmap` too."""
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return key
+    return jax.random.wrap_key_data(key)
+
+
 def policy_step(key, apply_fn, params, carry, obs, reset, greedy: bool = False):
     """Act on one batched observation: `(carry, action, log_prob, value, policy)`, `policy` the
     network's action distribution (`agents/distributions.py`). `key` is one key, or one key per
-    env (`[N]`, e.g. from `Shard.env_keys`); `greedy` takes the distribution's mode."""
+    env (`[N]`, e.g. from `Shard.env_keys`), typed or raw (`typed_key`); `greedy` takes the
+    distribution's mode."""
+    key = typed_key(key)
     add_time = lambda x: x[None]  # noqa: E731
     carry, policy, value = apply_fn(params, carry, jax.tree.map(add_time, obs), reset[None])
     policy, value = jax.tree.map(lambda x: x[0], policy), value[0]

@@ -8,17 +8,19 @@ are passed through as they are; the builder only adds what is derived from the w
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
 from minimax.agents.ppo import PPOConfig
 from minimax.models.recurrent import resolve_unroll
-from minimax.config import TEACHER_METHODS, ConfigError, TrainConfig
+from minimax.config import ConfigError, TrainConfig
 from minimax.curricula.training_set import LevelSet
 from minimax.training.devices import DeviceLayout, plan_layout
 from minimax.envs.registry import UEDEnv, get_env
 from minimax.core.parallel import NO_SHARD, Shard
-from minimax.runners import RUNNERS, DRRunner, PAIREDRunner, SFLRunner
+from minimax.runners import get_method
 from minimax.runners.eval import EvalRunner, SuiteEvaluator
 
 
@@ -40,6 +42,13 @@ def env_params(cfg: TrainConfig):
 def make_model(cfg: TrainConfig):
     """The student network the environment asks for, with the run's model options."""
     return env_spec(cfg).make_model(cfg)
+
+
+def make(env: str = "maze", **options):
+    """gymnax-style `(env, env_params)` of a registered environment (`--env`), with environment
+    options by flat name: `make("maze", maze_height=9, n_walls=10)`."""
+    cfg = TrainConfig.from_options(env=env, **options)
+    return make_env(cfg), env_params(cfg)
 
 
 def ppo_config(cfg: TrainConfig) -> PPOConfig:
@@ -78,9 +87,9 @@ def with_level_file(cfg: TrainConfig) -> tuple[TrainConfig, LevelSet | None]:
     if not cfg.env.train_level_file:
         return cfg, None
     levels = load_training_levels(cfg)
-    if cfg.method in TEACHER_METHODS:
+    if get_method(cfg.method).designs_levels:
         raise ConfigError(f"--train-level-file cannot be used with {cfg.method}: its teacher designs the levels")
-    if cfg.method == "dr":
+    if not get_method(cfg.method).level_buffer:  # DR and SFL draw from the file's levels
         return cfg, levels
     if cfg.curriculum.train_levels not in (0, levels.size):
         raise ConfigError(f"--train-levels ({cfg.curriculum.train_levels}) and --train-level-file "
@@ -91,48 +100,49 @@ def with_level_file(cfg: TrainConfig) -> tuple[TrainConfig, LevelSet | None]:
         raise ConfigError(f"--train-level-file {cfg.env.train_level_file} holds {levels.size} levels: {err}") from None
 
 
+class RunParts:
+    """The parts a method's `build` makes its runner from (`runners/registry.py: BuildParts`),
+    each made on first use: a learned teacher's method never builds the level generator."""
+
+    def __init__(self, cfg: TrainConfig, levels: LevelSet | None, shard: Shard):
+        self.cfg, self.levels, self.shard, self.spec = cfg, levels, shard, env_spec(cfg)
+
+    @functools.cached_property
+    def args(self) -> tuple:
+        """`(env, env_params, generator, model, ppo, num_envs, num_steps)`, the runners' common head."""
+        cfg = self.cfg
+        generator = self.levels if self.levels is not None else level_generator(cfg)
+        return make_env(cfg), env_params(cfg), generator, make_model(cfg), ppo_config(cfg), cfg.num_envs, cfg.num_steps
+
+    def mutator(self):
+        return self.spec.make_mutator(self.cfg.env.mutator, self.cfg.curriculum.n_mutations)
+
+
 def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD):
-    """The runner of `cfg` for one seed; `shard`: its device's part of a data-parallel mesh."""
-    runner = RUNNERS[cfg.method]
+    """The runner of `cfg` for one seed (its registered method's `build`); `shard`: its device's
+    part of a data-parallel mesh."""
+    method = get_method(cfg.method)
     cfg, levels = with_level_file(cfg)
-    spec = env_spec(cfg)
-    if runner is PAIREDRunner:
-        students, teacher = ppo_config(cfg), spec.teacher
-        return PAIREDRunner(make_env(cfg), env_params(cfg), teacher.env, teacher.make_params(cfg), make_model(cfg),
-                            teacher.make_model(cfg), students, cfg.teacher.ppo(students, cfg.num_updates), cfg.num_envs,
-                            cfg.num_steps, n_students=cfg.teacher.students_for(cfg.method),
-                            score=cfg.teacher.score_for(cfg.method), level_metrics=spec.level_metrics, shard=shard)
-    generator = levels if levels is not None else level_generator(cfg)
-    args = (make_env(cfg), env_params(cfg), generator, make_model(cfg), ppo_config(cfg), cfg.num_envs, cfg.num_steps)
-    if runner is DRRunner:
-        return DRRunner(*args, shard=shard, restart_each_update=cfg.env.dr_restart_each_update)
-    if runner is SFLRunner:
-        return SFLRunner(*args, sfl=cfg.sfl, level_metrics=spec.level_metrics, level_facts=spec.level_facts,
-                         shard=shard)
-    mutator = spec.make_mutator(cfg.env.mutator, cfg.curriculum.n_mutations) if runner.mutates else None
-    return runner(*args, buffer=cfg.buffer, curriculum=cfg.curriculum, mutator=mutator,
-                  level_metrics=spec.level_metrics, level_identity=spec.level_identity, shard=shard,
-                  global_buffer=cfg.global_buffer)
+    return method.build(RunParts(cfg, levels, shard))
 
 
 def device_layout(cfg: TrainConfig) -> DeviceLayout:
     """Seeds and devices of `cfg` as a mesh; bad combinations are `DeviceError`s naming the flags."""
-    runner, cur = RUNNERS[cfg.method], cfg.curriculum
-    plr_family = runner not in (DRRunner, PAIREDRunner, SFLRunner)
-    per_device_buffer = plr_family and not cfg.global_buffer
-    subsample = cur.mutation_subsample if plr_family and runner.mutates and cur.mutation_criterion != "batch" else 0
-    sampled = (("--sfl-batch-levels", cfg.sfl.sfl_batch_levels),) if runner is SFLRunner else ()
-    return plan_layout(cfg.seed_list, cfg.devices, cfg.num_envs,
-                       cfg.buffer.capacity if per_device_buffer else None, subsample, sampled)
+    return plan_layout(cfg.seed_list, cfg.devices, cfg.num_envs, other_splits=get_method(cfg.method).splits(cfg))
 
 
 def evaluated_params(cfg: TrainConfig, params, multi_seed: bool):
     """The evaluated policy's part of a run's `train_state.params` (`[seeds, ...]` when `multi_seed`):
     all of it, or the protagonist of a student population (PAIRED and relatives)."""
-    agent = getattr(RUNNERS[cfg.method], "evaluated_agent", None)
+    agent = evaluated_agent(cfg.method)
     if agent is None:
         return params
     return jax.tree.map(lambda x: x[:, agent] if multi_seed else x[agent], params)
+
+
+def evaluated_agent(method: str) -> int | None:
+    """The evaluated student's index on the agent axis of a population method's params (None: one agent)."""
+    return getattr(get_method(method).runner, "evaluated_agent", None)
 
 
 def make_eval_runner(cfg: TrainConfig, episodes: int, greedy: bool = False, **options) -> EvalRunner:

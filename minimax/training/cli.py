@@ -17,6 +17,7 @@ from minimax.training.checkpoint import CheckpointError
 from minimax.config import ConfigError, TrainConfig
 from minimax.core.options import flag
 from minimax.config.method_options import unused_options
+from minimax.runners import method_names
 from minimax.training.devices import DeviceError, join_hosts
 from minimax.config import PRESETS
 from minimax.training.stop_signals import RunStopped
@@ -80,8 +81,8 @@ def parse_config(argv: list[str] | None = None) -> TrainConfig:
         default = saved.replace(resume=True, out_dir=str(probe.run_dir.parent), run_name=probe.run_dir.name)
     # The groups' flags are flat (`--lr`, not `--ppo.lr`): OmitArgPrefixes.
     cfg = tyro.cli(tyro.conf.OmitArgPrefixes[TrainConfig], default=default, args=argv, prog="train.py",
-                   description=TrainConfig.__doc__ + " Presets: " + ", ".join(PRESETS) + " (--preset); "
-                   "--config PATH starts from a saved config.json instead.")
+                   description=TrainConfig.__doc__ + " Methods: " + ", ".join(method_names()) + " (--method). Presets: "
+                   + ", ".join(PRESETS) + " (--preset); --config PATH starts from a saved config.json instead.")
     started_from, never_read = default.options(), unused_options(cfg.method)
     unused = sorted(n for n, v in cfg.options().items() if n in never_read and v != started_from[n])
     if unused:

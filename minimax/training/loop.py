@@ -12,7 +12,6 @@ The command line is `training/cli.py` (`python train.py --help` lists every opti
 
 from __future__ import annotations
 
-import shutil
 import signal
 import sys
 import time
@@ -29,9 +28,10 @@ from minimax.training.checkpoint import Checkpointer, CheckpointError
 from minimax.training.builder import build_runner, device_layout, env_spec, evaluated_params, make_evaluator
 from minimax.config import TrainConfig, episode_limit
 from minimax.core.metrics import RUN_TOTALS, first_nonfinite, log_columns, mean_row, outcome_free
-from minimax.training.run_lock import LOCK_NAME, RunLock, RunLockError
+from minimax.training.run_dirs import RunError, missing_dirs, prepare_run_dir, remove_unkept  # noqa: F401
+from minimax.training.run_lock import RunLock
 from minimax.training.run_logs import RunLogger, log_rows, read_rows, seed_rows
-from minimax.training.progress import Progress
+from minimax.training.progress import Progress, buffer_filling
 from minimax.training.stop_signals import RunStopped, StopSignals, wait_ready
 from minimax.training.devices import DeviceLayout, distribute_init, distribute_step, initialize_distributed, seed_params, to_host
 
@@ -40,10 +40,6 @@ from minimax.training.devices import DeviceLayout, distribute_init, distribute_s
 RESUME_OVERRIDABLE = {"resume", "num_updates", "out_dir", "run_name", "progress", "wandb", "wandb_project",
                       "keep_checkpoints", "buffer_png", "eval_every", "checkpoint_every", "overwrite", "preset",
                       "coordinator_address", "num_processes", "process_id"}
-
-
-class RunError(RuntimeError):
-    """A run cannot start or resume (existing directory, missing checkpoint...)."""
 
 
 class TrainingDiverged(RunError):
@@ -64,36 +60,6 @@ def seed_keys(layout: DeviceLayout):
     if not layout.multi_seed:
         return keys[0][0], [keys[0][1]]
     return jnp.stack([k[0] for k in keys]), [k[1] for k in keys]
-
-
-def prepare_run_dir(cfg: TrainConfig, lock: RunLock) -> Path:
-    """The run directory, locked (`lock`) for this process: checked (--resume), created or
-    emptied (--overwrite), with the config saved. File-system faults are `RunError`s naming the path."""
-    run_dir = cfg.run_dir
-    try:
-        if cfg.resume:
-            if not (run_dir / "config.json").exists():
-                raise RunError(f"--resume: no run to resume at {run_dir} (no config.json)")
-            lock.acquire()
-            return run_dir
-        if run_dir.exists() and any(p.name != LOCK_NAME for p in run_dir.iterdir()):
-            if not cfg.overwrite:
-                raise RunError(f"run directory {run_dir} already exists: pass --resume to continue it, "
-                               f"--overwrite to replace it, or choose another --run-name")
-            lock.acquire()  # never empty a directory another process still writes
-            for p in run_dir.iterdir():
-                if p.name != LOCK_NAME:
-                    shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
-        else:
-            run_dir.mkdir(parents=True, exist_ok=True)
-            lock.acquire()
-        cfg.save(run_dir / "config.json")
-    except RunLockError as e:
-        raise RunError(str(e)) from None
-    except OSError as e:
-        raise RunError(f"cannot {'use' if cfg.resume else 'create'} run directory {run_dir}: "
-                       f"{e.strerror or e}{f' ({e.filename})' if e.filename else ''}") from None
-    return run_dir
 
 
 def _sync(name: str) -> None:
@@ -205,7 +171,8 @@ def train(cfg: TrainConfig, on_checkpoint=None) -> dict:
     The run directory is locked for the whole run (`run_lock.py`). SIGTERM / SIGINT stop it after
     the chunk in flight, with a checkpoint, by raising `RunStopped` (`stop_signals.py`); a NaN or
     infinite loss or parameter stops it with `TrainingDiverged`, and no checkpoint of it is written;
-    a run that cannot spend its budget stops with `BudgetStalled`."""
+    a run that cannot spend its budget stops with `BudgetStalled`. A new run that fails before its
+    first log row or checkpoint removes the directory it created (`run_dirs.remove_unkept`)."""
     initialize_distributed(cfg.coordinator_address, cfg.num_processes, cfg.process_id)
     layout = device_layout(cfg)
     if not cfg.resume:
@@ -213,6 +180,7 @@ def train(cfg: TrainConfig, on_checkpoint=None) -> dict:
     runner = build_runner(cfg, layout.shard)  # first: a bad setup must not leave a run directory behind
     lead = jax.process_index() == 0  # only process 0 writes logs and the config
     lock = RunLock(cfg.run_dir)
+    created = missing_dirs(cfg.run_dir) if lead and not cfg.resume else []
     try:
         run_dir = prepare_run_dir(cfg, lock) if lead else cfg.run_dir
         if lock.took_over:
@@ -220,6 +188,9 @@ def train(cfg: TrainConfig, on_checkpoint=None) -> dict:
         _sync("run directory ready")
         with StopSignals() as stop:
             return _train(_Loop(cfg, runner, layout, run_dir, lead), stop, on_checkpoint)
+    except BaseException:
+        remove_unkept(created)  # nothing worth keeping: the same command can simply run again
+        raise
     finally:
         lock.release()
 
@@ -231,7 +202,8 @@ def _train(loop: "_Loop", stop: StopSignals, on_checkpoint) -> dict:
         return loop.nothing_to_do()
     logger = loop.open_logger()
     progress = Progress(cfg.num_updates, loop.update, int(loop.counters["env_steps"].sum()),
-                        enabled=cfg.progress and loop.lead, unit=LABEL[cfg.budget])
+                        enabled=cfg.progress and loop.lead, unit=LABEL[cfg.budget],
+                        filling=buffer_filling(cfg, loop.runner, loop.counters))
     row: dict = {}
     try:
         while loop.update < cfg.num_updates:
@@ -256,7 +228,8 @@ def _train(loop: "_Loop", stop: StopSignals, on_checkpoint) -> dict:
                                      signum)
                 if asked_to_stop and not final:
                     break
-            progress.advance(loop.update, int(loop.counters["env_steps"].sum()), row["sps"], row.get("train/return"))
+            progress.advance(loop.update, int(loop.counters["env_steps"].sum()), row["sps"], row.get("train/return"),
+                             buffer_filling(cfg, loop.runner, loop.counters, rows))
     except OSError as e:  # the run directory became unwritable, the disk filled up...
         raise RunError(f"cannot write the run's logs: {e.strerror or e}{f' ({e.filename})' if e.filename else ''}; "
                        f"{_last_checkpoint(loop.checkpoints)}") from None

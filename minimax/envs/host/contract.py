@@ -25,7 +25,9 @@ Semantics the loop relies on (one vectorised env of `num_envs` slots):
   given levels and returns their first obs. It never touches what `step` already returned (the
   arrays of a `HostStep` are fresh copies), so the finished episode's reward/done survive.
 * `get_state()` / `set_state()` snapshot and restore every slot, RNGs included, so a resumed run
-  continues bit-identically (Procgen: exact; gymnasium: best effort, see that adapter).
+  continues bit-identically (Procgen: the games' own state bytes; gymnasium: each slot's level and
+  the actions since its episode began, replayed). A snapshot is data: dicts and lists of numbers,
+  strings, bytes and numpy arrays, which a checkpoint stores without pickle (`minimax.host.state_files`).
 """
 
 from __future__ import annotations
@@ -96,7 +98,8 @@ class HostEnv(Protocol):
         ...
 
     def get_state(self) -> Any:
-        """A picklable snapshot of every slot (RNGs included) for exact resumption."""
+        """A snapshot of every slot (RNGs included) for exact resumption, made of data only (dicts, lists,
+        numbers, strings, bytes, numpy arrays: `minimax.host.state_files` stores it without pickle)."""
         ...
 
     def set_state(self, state: Any) -> None:

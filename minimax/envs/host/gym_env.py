@@ -49,10 +49,11 @@ def _make(gymnasium, env_id: str, kwargs: dict):
 class GymnasiumHostEnv(LevelResets):
     """`num_envs` gymnasium envs of one id as a `HostEnv` (see `contract.py` and the module docstring).
 
-    get_state/set_state are best effort: they `copy.deepcopy` the env objects (wrappers, `np_random`
-    and all), which is exact for pure-Python/numpy envs (classic control, toy text) and is picklable
-    when the envs are. Envs that hold native handles (MuJoCo, Box2D worlds, ALE, open render windows)
-    may fail to copy or may not restore their simulator bit for bit; such runs cannot resume exactly.
+    get_state/set_state hold data only (no env objects, nothing pickled): each slot's level and the
+    actions it has played since its episode started. `set_state` resets each slot to its level and
+    replays those actions, which restores the episode exactly wherever a level is what this adapter
+    assumes (`reset(seed=level)` and the actions determine the episode: classic control, toy text,
+    most Box2D). Replaying costs at most one episode's steps per slot.
     """
 
     max_level = MAX_LEVEL
@@ -88,6 +89,7 @@ class GymnasiumHostEnv(LevelResets):
         self._rng = np.random.default_rng(seed)
         self._levels = np.zeros(self.num_envs, np.int64)
         self._pending = np.zeros(self.num_envs, bool)     # placeholder chosen, reset not yet done
+        self._played: list[list[int]] = [[] for _ in range(self.num_envs)]  # actions since each episode began
         self._started = False
 
     def _obs_buffer(self, n: int) -> np.ndarray:
@@ -105,7 +107,9 @@ class GymnasiumHostEnv(LevelResets):
                 continue
             o, r, terminated, truncated, _ = env.step(int(actions[i]))
             reward[i], done[i], obs[i] = r, terminated or truncated, o
+            self._played[i].append(int(actions[i]))
             if done[i]:
+                self._played[i] = []
                 self._levels[i] = self._rng.integers(_PLACEHOLDER_HIGH)
                 if self.lazy_reset:
                     self._pending[i] = True
@@ -121,6 +125,7 @@ class GymnasiumHostEnv(LevelResets):
         obs = self._obs_buffer(ids.size)
         for k, (i, level) in enumerate(zip(ids.tolist(), levels.tolist())):
             obs[k] = self._envs[i].reset(seed=level)[0]
+            self._played[i] = []
         self._levels[ids] = levels
         self._pending[ids] = False
         return obs
@@ -129,21 +134,31 @@ class GymnasiumHostEnv(LevelResets):
         return self._levels.copy()
 
     def get_state(self) -> dict:
-        return {"format": "minimax.gym_host/1", "name": self.name, "num_envs": self.num_envs,
-                "envs": copy.deepcopy(self._envs), "levels": self._levels.copy(), "pending": self._pending.copy(),
-                "started": self._started, "rng": copy.deepcopy(self._rng.bit_generator.state)}
+        played = [np.asarray(a, np.int64) for a in self._played]
+        return {"format": "minimax.gym_host/2", "name": self.name, "num_envs": self.num_envs,
+                "levels": self._levels.copy(), "pending": self._pending.copy(), "started": self._started,
+                "played": np.concatenate(played) if played else np.zeros(0, np.int64),
+                "played_lengths": np.array([a.size for a in played], np.int64),
+                "rng": copy.deepcopy(self._rng.bit_generator.state)}
 
     def set_state(self, state: dict) -> None:
-        if state.get("format") != "minimax.gym_host/1" or (state.get("name"), state.get("num_envs")) != (
+        if state.get("format") != "minimax.gym_host/2" or (state.get("name"), state.get("num_envs")) != (
                 self.name, self.num_envs):
-            raise ValueError(f"state of {state.get('name')!r} x{state.get('num_envs')} does not fit "
-                             f"{self.name!r} x{self.num_envs}")
-        envs = copy.deepcopy(state["envs"])         # keep the snapshot reusable
-        self.close()
-        self._envs = envs
-        self._levels = np.asarray(state["levels"], np.int64).copy()
-        self._pending = np.asarray(state["pending"], bool).copy()
+            raise ValueError(f"state {state.get('format')!r} of {state.get('name')!r} x{state.get('num_envs')} does "
+                             f"not fit {self.name!r} x{self.num_envs} (minimax.gym_host/2)")
+        levels = np.asarray(state["levels"], np.int64).copy()
+        pending = np.asarray(state["pending"], bool).copy()
+        lengths = np.asarray(state["played_lengths"], np.int64)
+        played = np.split(np.asarray(state["played"], np.int64), np.cumsum(lengths)[:-1])
         self._started = bool(state["started"])
+        for i, env in enumerate(self._envs):  # the episode so far: its level's start, then its actions
+            self._played[i] = played[i].tolist()
+            if not self._started:
+                continue
+            env.reset(seed=int(levels[i]))
+            for action in self._played[i]:
+                env.step(action)
+        self._levels, self._pending = levels, pending
         self._rng.bit_generator.state = copy.deepcopy(state["rng"])
 
     def render(self, env_id: int) -> np.ndarray:

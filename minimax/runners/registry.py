@@ -1,0 +1,112 @@
+"""The method registry: what the rest of the library knows about an autocurriculum, declared once
+by the module that implements it.
+
+A method is one runner file that ends with one `register_method(Method(...))` call. Everything
+that used to list methods by hand is derived from these declarations: `--method`'s choices and
+help, the config checks (a PLR method's buffer options, a teacher method's design environment, a
+method that trains only on replays), the refusal of options the method never reads
+(`config/method_options.py`), which runs pool into one experiment, the device layout's splits,
+and how the builder makes the runner (`training/builder.py`).
+
+A user's method registers the same way from their own module (`examples/custom_curriculum.py`):
+
+    register_method(Method("my_plr", build=plr_builder(MyPLRRunner), reads=PLR_READS + ("replay_prob",),
+                           level_buffer=True, summary="PLR with my replay rule"))
+
+after which `TrainConfig(method="my_plr")`, `python train.py --method my_plr` (from a script that
+imported the module) and `make_train` train it like ours. A method reads the options that exist
+(the config tree's groups); one with options of its own adds a group to `config/tree.py`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Iterable, Protocol
+
+
+class BuildParts(Protocol):
+    """What the builder hands a method's `build` (`training/builder.py`: `RunParts`).
+
+    `args` is the runner constructor's common head `(env, env_params, generator, model, ppo,
+    num_envs, num_steps)`; `cfg` the whole `TrainConfig`; `spec` the registered environment
+    (`envs/registry.py: UEDEnv`); `shard` the device's part of the mesh; `mutator()` the
+    environment's mutator with the run's edit count."""
+
+    cfg: Any
+    spec: Any
+    shard: Any
+    args: tuple
+
+    def mutator(self) -> Callable: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Method:
+    """One `--method`: how to build its runner and what the library must know about it."""
+
+    name: str
+    """The `--method` name (also what configs save and experiments group by)."""
+    build: Callable[[BuildParts], Any]
+    """`parts -> runner` (`runners/base.py: Runner`)."""
+    summary: str = ""
+    """One line for `--help` and docs."""
+    reads: tuple[str, ...] = ()
+    """Method-specific option groups and options it reads (`config/method_options.py` lists which
+    options are method-specific): the others are refused when given, and left out of experiments."""
+    level_buffer: bool = False
+    """Keeps a PLR level buffer: the buffer's checks, `--buffer-png`, per-device buffers."""
+    mutates: bool = False
+    """Edits levels with the environment's mutator (ACCEL): the env must have one."""
+    designs_levels: bool = False
+    """A learned teacher designs the levels (PAIRED): the env must have a teacher, no level file."""
+    trains_every_cycle: bool = False
+    """Every `step` makes one PPO update (a unit of the update budget is one step)."""
+    trains_only_on_replays: bool = False
+    """Updates only on replayed levels, so `--replay-prob` must be > 0 (robust PLR, ACCEL)."""
+    needs_success: bool = False
+    """Scores levels by episodes that succeed or fail: the env must have a binary outcome (SFL)."""
+    problems: Callable[[Any, Any], Iterable[str]] | None = None
+    """`(cfg, env spec or None) -> messages`: its own checks across option groups, each naming its flags."""
+    device_splits: Callable[[Any], tuple[tuple[str, int], ...]] | None = None
+    """`cfg -> ((flag, value), ...)`: sizes that must split evenly over the data-parallel devices."""
+    runner: type | None = None
+    """The runner class (for class-level facts such as `evaluated_agent`); optional."""
+
+    def check(self, cfg, spec) -> Iterable[str]:
+        """Every problem of `cfg` this method's declaration can see (`config/checks.py` adds the rest)."""
+        if self.trains_only_on_replays and cfg.curriculum.replay_prob <= 0 and not cfg.curriculum.train_levels:
+            yield f"--replay-prob must be > 0 for {self.name} (it trains only on replays), got " \
+                  f"{cfg.curriculum.replay_prob}"
+        if self.problems is not None:
+            yield from self.problems(cfg, spec)
+
+    def splits(self, cfg) -> tuple[tuple[str, int], ...]:
+        return tuple(self.device_splits(cfg)) if self.device_splits is not None else ()
+
+
+_METHODS: dict[str, Method] = {}
+
+
+def register_method(method: Method, *, replace: bool = False) -> Method:
+    """Make `method` a `--method` choice; a name already taken is an error unless `replace`."""
+    if not isinstance(method, Method):
+        raise TypeError(f"register_method takes a minimax.runners.Method, got {type(method).__name__}")
+    if not method.name or not method.name.replace("_", "").isalnum():
+        raise ValueError(f"a method name is letters, digits and underscores, got {method.name!r}")
+    if method.name in _METHODS and not replace and _METHODS[method.name] != method:
+        raise ValueError(f"method {method.name!r} is already registered (pass replace=True to replace it)")
+    _METHODS[method.name] = method
+    return method
+
+
+def get_method(name: str) -> Method:
+    """The registered method `name`; an unknown name is a `ValueError` listing the registered ones."""
+    try:
+        return _METHODS[name]
+    except KeyError:
+        raise ValueError(f"unknown method {name!r}; registered: {', '.join(_METHODS)}") from None
+
+
+def method_names() -> tuple[str, ...]:
+    """Every registered `--method` name, ours first in registration order."""
+    return tuple(_METHODS)

@@ -1,0 +1,43 @@
+"""The console scripts of `pyproject.toml` (`minimax-train`, `minimax-evaluate`, ...): each names a
+function of the package that runs with no arguments, reading the command line as `python train.py`
+and `python -m minimax.<...>` do."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+
+
+def test_every_command_has_a_console_script():
+    assert {"minimax-train", "minimax-evaluate", "minimax-reproduce", "minimax-sweep", "minimax-plot",
+            "minimax-demo"} <= set(SCRIPTS)
+
+
+def _entry(target: str):
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_a_console_script_is_a_callable_that_needs_no_arguments(script):
+    function = _entry(SCRIPTS[script])
+    assert callable(function)
+    required = [p.name for p in inspect.signature(function).parameters.values()
+                if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    assert required == [], f"{script} -> {SCRIPTS[script]} requires {required}"
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_a_console_script_reads_the_command_line(script, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", [script, "--help"])
+    with pytest.raises(SystemExit) as exit_:
+        _entry(SCRIPTS[script])()
+    assert exit_.value.code in (0, None) and "--" in capsys.readouterr().out  # its options, listed

@@ -1,0 +1,92 @@
+"""A researcher's extension, from outside the package: a new method and a new score, each in a
+module of its own under a temporary directory, registered with one call and trained through the
+same entry points as ours (config, command-line parse, the loop) without touching minimax/."""
+
+import importlib.util
+import json
+import sys
+import textwrap
+
+import pytest
+
+from minimax.config import ConfigError, TrainConfig
+from minimax.config.experiments import experiment_options
+from minimax.config.method_options import unused_options
+from minimax.runners import get_method, method_names
+from minimax.training.cli import parse_config
+from minimax.training.loop import train
+
+USER_MODULE = '''
+"""A PLR variant: replay every cycle once the buffer is ready (robust PLR with p = 1), and a score."""
+import jax.numpy as jnp
+
+from minimax.curricula.scores import register_score
+from minimax.runners import RobustPLRRunner, plr_method, register_method
+
+
+class AlwaysReplayPLR(RobustPLRRunner):
+    method = "always_replay_plr"
+
+    def decide_replay(self, key, buffer, training_set):
+        return self.buffer_ready(buffer)
+
+
+register_method(plr_method(AlwaysReplayPLR, "robust PLR that replays whenever it can", coin_replay=False))
+register_score("negative_value", lambda x: -x.values)
+'''
+
+TINY = ["--num-updates", "4", "--num-envs", "4", "--num-steps", "32", "--recurrent-size", "8", "--log-every", "2",
+        "--eval-every", "0", "--checkpoint-every", "4", "--buffer-size", "8", "--min-fill-ratio", "0.25",
+        "--max-episode-steps", "20", "--maze-height", "5", "--maze-width", "5", "--n-walls", "2", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def user_module(tmp_path_factory):
+    path = tmp_path_factory.mktemp("user") / "my_curriculum.py"
+    path.write_text(textwrap.dedent(USER_MODULE))
+    spec = importlib.util.spec_from_file_location("my_curriculum", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["my_curriculum"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_registered_method_is_a_method_everywhere(user_module):
+    assert "always_replay_plr" in method_names()
+    method = get_method("always_replay_plr")
+    assert method.level_buffer and method.trains_only_on_replays and not method.mutates
+    # Its option declarations drive the refusal of unread options and experiment grouping.
+    unused = unused_options("always_replay_plr")
+    assert "replay_prob" in unused and "teacher_lr" in unused and "buffer_size" not in unused
+    with pytest.raises(ConfigError, match="does not use --replay-prob"):
+        parse_config(["--method", "always_replay_plr", "--replay-prob", "0.3"])
+    cfg = TrainConfig.from_options(method="always_replay_plr", buffer_size=16)
+    assert "replay_prob" not in experiment_options(cfg.options())
+    # The PLR family's own checks apply to it as to ours.
+    with pytest.raises(ConfigError, match="--buffer-size must be >= 2 for always_replay_plr"):
+        TrainConfig.from_options(method="always_replay_plr", buffer_size=1)
+
+
+def test_unknown_method_and_score_name_the_registered_ones():
+    with pytest.raises(ConfigError, match="--method must be one of dr, plr, .*got 'nope'"):
+        TrainConfig.from_options(method="nope")
+    with pytest.raises(ConfigError, match="--score-function must be one of pvl, maxmc, .*got 'nope'"):
+        TrainConfig.from_options(method="plr", score_function="nope")
+
+
+def test_a_new_method_and_score_train_through_the_command_line_and_the_loop(user_module, tmp_path):
+    cfg = parse_config(["--method", "always_replay_plr", "--score-function", "negative_value",
+                        "--out-dir", str(tmp_path), *TINY])
+    assert cfg.method == "always_replay_plr" and cfg.name == "dr+always_replay_plr-seed0"
+    train(cfg)
+    run = tmp_path / cfg.name
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["update"] for r in rows] == [2, 4]
+    # Once its buffer is ready it replays on every cycle: no cycle of new levels after the first replay.
+    last = rows[-1]
+    assert last["gradient_updates"] == 4 and last["buffer/size"] >= 2
+    assert last["cycles"] - last["gradient_updates"] <= 2, last  # robust PLR at p = 0.5 would idle ~4 cycles
+    assert json.loads((run / "config.json").read_text())["method"] == "always_replay_plr"
+    # A saved run of the new method resumes like ours.
+    resumed = parse_config(["--resume", "--out-dir", str(tmp_path), "--run-name", cfg.name, "--num-updates", "6"])
+    assert resumed.method == "always_replay_plr" and resumed.curriculum.score_function == "negative_value"
