@@ -90,3 +90,19 @@ def test_a_new_method_and_score_train_through_the_command_line_and_the_loop(user
     # A saved run of the new method resumes like ours.
     resumed = parse_config(["--resume", "--out-dir", str(tmp_path), "--run-name", cfg.name, "--num-updates", "6"])
     assert resumed.method == "always_replay_plr" and resumed.curriculum.score_function == "negative_value"
+
+
+def test_plugin_flag_imports_a_users_module_before_parsing(tmp_path, capsys):
+    from minimax.cli.train import load_plugins
+
+    plugin = tmp_path / "their_method.py"
+    plugin.write_text("from minimax.runners import PLRRunner, plr_method, register_method\n\n\n"
+                      "class TheirPLR(PLRRunner):\n    method = 'their_plr'\n\n\n"
+                      "register_method(plr_method(TheirPLR, 'plain PLR under another name'))\n")
+    argv = load_plugins(["--plugin", str(plugin), "--method", "their_plr", "--replay-prob", "0.7"])
+    assert argv == ["--method", "their_plr", "--replay-prob", "0.7"]
+    cfg = parse_config(argv)
+    assert cfg.method == "their_plr" and cfg.curriculum.replay_prob == 0.7
+    with pytest.raises(SystemExit) as stop:
+        load_plugins(["--plugin", str(tmp_path / "missing.py")])
+    assert stop.value.code == 2 and "--plugin" in capsys.readouterr().err

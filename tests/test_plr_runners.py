@@ -26,7 +26,6 @@ SMALL = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, n_act
              n_mutations=3, replay_prob=0.5, num_updates=4, log_every=2, eval_every=0, checkpoint_every=2,
              progress=False)
 STEPS = 3
-PER_CYCLE = {"plr": 1, "robust_plr": 1, "accel": 1, "parallel_plr": 2, "parallel_accel": 3}
 
 
 def small(method, **overrides) -> TrainConfig:
@@ -53,6 +52,11 @@ def vmapped_run(method):
     states, metrics = jax.jit(jax.vmap(lambda k: run_steps(runner, k)))(keys)
     return method, runner, keys, states, jax.device_get(metrics)
 
+OURS = ("plr", "robust_plr", "accel", "parallel_plr", "parallel_accel")
+OURS_GROUPS = {"parallel_plr": 2, "parallel_accel": 3}
+"""Level groups per rollout of our parallel methods (the release's); others play one (a method
+registered by a user states its own with `groups`)."""
+
 
 @pytest.fixture(params=PLR_METHODS)
 def two_seeds(request):
@@ -64,7 +68,7 @@ def test_every_step_is_one_cycle_and_counts_gradient_updates_and_env_steps(two_s
     every cycle, robust PLR and ACCEL on replay cycles only (ACCEL's also play the mutated children),
     the parallel methods once the buffer is ready."""
     method, runner, _, states, m = two_seeds
-    n, t, g = runner.num_envs, runner.num_steps, PER_CYCLE[method]
+    n, t, g = runner.num_envs, runner.num_steps, OURS_GROUPS.get(method, 1 if method in OURS else runner.groups)  # groups per rollout
     replay = m["replay_fraction_sum"]
     assert np.all(m["cycles"] == 1) and np.all(m["replay_fraction_count"] == 1)
     if method == "plr":

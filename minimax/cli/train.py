@@ -8,6 +8,8 @@ Both take the same option names for the same ideas (`docs/host_envs.md`).
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -30,9 +32,41 @@ def is_host_env_run(argv: list[str]) -> bool:
     return False
 
 
+def load_plugins(argv: list[str]) -> list[str]:
+    """Import every `--plugin MODULE_OR_FILE.py` (a user's method, score or environment registers itself on
+    import) and return `argv` without them. A plugin that cannot be imported is a `SystemExit` naming it."""
+    rest, plugins = [], []
+    it = iter(argv)
+    for a in it:
+        if a == "--plugin" or a.startswith("--plugin="):
+            plugins.append(a.partition("=")[2] if "=" in a else next(it, ""))
+        else:
+            rest.append(a)
+    for plugin in plugins:
+        try:
+            if plugin.endswith(".py"):
+                path = Path(plugin)
+                spec = importlib.util.spec_from_file_location(path.stem, path)
+                if spec is None or not path.is_file():
+                    raise ImportError(f"no file {path}")
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[path.stem] = module
+                spec.loader.exec_module(module)
+            elif plugin:
+                importlib.import_module(plugin)
+            else:
+                raise ImportError("--plugin needs a module name or a .py file")
+        except ImportError as e:
+            print(f"error: --plugin {plugin!r}: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
+    return rest
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Train from the command line: the host-environment loop or the compiled one."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """Train from the command line: the host-environment loop or the compiled one. `--plugin MODULE`
+    (or a `.py` file; repeatable) imports a user's registrations first: `--method`, `--score-function`
+    and `--env` then accept what it registered (pass it again with `--resume`)."""
+    argv = load_plugins(list(sys.argv[1:] if argv is None else argv))
     if is_host_env_run(argv):
         from minimax.host.loop import main as host_main  # noqa: PLC0415  (procgen loads only when asked for)
 

@@ -22,7 +22,9 @@ class EnvConfig:
 
     env_name: Annotated[str, tyro.conf.arg(name="env")] = "maze"
     """The UED environment (minimax.envs.registry): maze (AMaze), cartpole or pendulum (gymnax physics as levels),
-    craftax (Craftax-Classic worlds; needs the craftax package). Each reads its own options below."""
+    craftax (Craftax-Classic worlds; needs the craftax package), or one registered with minimax.register_env. Each
+    reads its own options below. Stepped on the host with their own options (docs/host_envs.md;
+    `python train.py --env procgen-bigfish --help`): procgen-<game> (Procgen), gym-<id> (gymnasium)."""
     maze_height: int = 13
     """Maze interior height in cells."""
     maze_width: int = 13

@@ -46,8 +46,8 @@ def _group(cls):
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    """Train a student with an autocurriculum (domain randomisation, PLR, ACCEL, PAIRED) on a UED environment
-    (--env: AMaze by default, cartpole, pendulum, craftax)."""
+    """Train a student with an autocurriculum (domain randomisation, PLR, ACCEL, PAIRED, SFL) on a UED environment
+    (AMaze by default)."""
 
     # ---------------------------------------------------------------- run
     preset: PresetName = "dr"

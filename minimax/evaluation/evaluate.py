@@ -309,9 +309,20 @@ def parse_args(argv) -> EvaluateConfig:
 
 
 def evaluate(args: EvaluateConfig) -> dict:
+    """Score `args.runs`; an evaluation that fails leaves no empty output directory behind."""
+    out_dir = Path(args.out) if args.out else fresh_out_dir(args.runs)
+    created = not out_dir.exists()
+    try:
+        return _evaluate(args, out_dir)
+    except BaseException:
+        if created and out_dir.is_dir() and not any(out_dir.iterdir()):
+            out_dir.rmdir()
+        raise
+
+
+def _evaluate(args: EvaluateConfig, out_dir: Path) -> dict:
     if all(is_host_config(Path(run) / "config.json") for run in args.runs):
         from minimax.host.evaluate import evaluate_host_runs  # noqa: PLC0415
-        out_dir = Path(args.out) if args.out else fresh_out_dir(args.runs)
         check_writable(out_dir)
         return evaluate_host_runs(args, out_dir)
     spec = runs_env(args.runs)
@@ -321,7 +332,6 @@ def evaluate(args: EvaluateConfig) -> dict:
         raise EvaluateError(f"--cvar ranks levels by solved rate; --env {spec.name} has no success outcome")
     mazes = load_mazes(args.suite, list(args.levels), spec)
     policies = [p for run in args.runs for p in load_policies(run, args.checkpoint)]
-    out_dir = Path(args.out) if args.out else fresh_out_dir(args.runs)
     check_writable(out_dir)
     results = []
     evaluate_policy = PolicyEvaluator(args)

@@ -17,6 +17,7 @@ from minimax.training.checkpoint import CheckpointError
 from minimax.config import ConfigError, TrainConfig
 from minimax.core.options import flag
 from minimax.config.method_options import unused_options
+from minimax.envs.registry import env_names
 from minimax.runners import method_names
 from minimax.training.devices import DeviceError, join_hosts
 from minimax.config import PRESETS
@@ -81,7 +82,8 @@ def parse_config(argv: list[str] | None = None) -> TrainConfig:
         default = saved.replace(resume=True, out_dir=str(probe.run_dir.parent), run_name=probe.run_dir.name)
     # The groups' flags are flat (`--lr`, not `--ppo.lr`): OmitArgPrefixes.
     cfg = tyro.cli(tyro.conf.OmitArgPrefixes[TrainConfig], default=default, args=argv, prog="train.py",
-                   description=TrainConfig.__doc__ + " Methods: " + ", ".join(method_names()) + " (--method). Presets: "
+                   description=TrainConfig.__doc__ + " Methods: " + ", ".join(method_names()) + " (--method). Environments: "
+                   + ", ".join(env_names()) + "; on the host: procgen-<game>, gym-<id> (--env). Presets: "
                    + ", ".join(PRESETS) + " (--preset); --config PATH starts from a saved config.json instead.")
     started_from, never_read = default.options(), unused_options(cfg.method)
     unused = sorted(n for n, v in cfg.options().items() if n in never_read and v != started_from[n])

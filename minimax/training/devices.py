@@ -138,13 +138,21 @@ def _map_local(state, runner: Runner, fn):
     return state.replace(**{f: jax.tree.map(fn, getattr(state, f)) for f in local}) if local else state
 
 
+def split_seed_key(key):
+    """`(init key, eval key)` of a seed's root key (`jax.random.key(seed)`): the run state starts
+    from the first (`runner.init`), the loop's periodic evaluation draws from the second. The loop
+    (`loop.seed_keys`) and `make_train` both derive them here, so a seed trains the same either way."""
+    init_key, eval_key = jax.random.split(key)
+    return init_key, eval_key
+
+
 def distribute_init(runner: Runner, layout: DeviceLayout):
     """`keys -> state`: `runner.init` per seed (keys `[S]`, or one key), on the layout's devices.
 
-    Seeds are initialised one after another (`lax.map`), not vmapped: on CPU (jax 0.10) a
-    program with two batched QR decompositions (the orthogonal initialisers of the LSTM
-    kernels under vmap) deadlocks, and init runs once, so nothing is lost."""
-    init = (lambda keys: jax.lax.map(runner.init, keys)) if layout.multi_seed else runner.init
+    Seeds are vmapped like the steps: the models' orthogonal initialisers draw one QR per seed
+    under `vmap` (`models/initializers.py`: jaxlib 0.10's batched QR deadlocks XLA:CPU), so the
+    values equal those of each seed initialised alone."""
+    init = jax.vmap(runner.init) if layout.multi_seed else runner.init
     if layout.mesh is None:
         return init
     axis = _device_axis(layout)

@@ -33,7 +33,8 @@ from minimax.training.run_lock import RunLock
 from minimax.training.run_logs import RunLogger, log_rows, read_rows, seed_rows
 from minimax.training.progress import Progress, buffer_filling
 from minimax.training.stop_signals import RunStopped, StopSignals, wait_ready
-from minimax.training.devices import DeviceLayout, distribute_init, distribute_step, initialize_distributed, seed_params, to_host
+from minimax.training.devices import (DeviceLayout, distribute_init, distribute_step, initialize_distributed,
+                                      seed_params, split_seed_key, to_host)
 
 # Options a resumed run may change: they do not alter what an update computes.
 # Where the run lives (`out_dir`, `run_name`) is not a training option: a moved run resumes.
@@ -56,7 +57,7 @@ class BudgetStalled(RunError):
 def seed_keys(layout: DeviceLayout):
     """`(init keys, eval keys)`: per seed s, the split of `key(s)`, so a seed trains the same
     alone or with others."""
-    keys = [jax.random.split(jax.random.key(s)) for s in layout.seeds]
+    keys = [split_seed_key(jax.random.key(s)) for s in layout.seeds]
     if not layout.multi_seed:
         return keys[0][0], [keys[0][1]]
     return jnp.stack([k[0] for k in keys]), [k[1] for k in keys]
