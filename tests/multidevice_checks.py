@@ -114,8 +114,8 @@ def main(out_dir):
         out["seed_param_diff"].append(max_param_diff(mine, alone.train_state.params))
         out["seed_loss_diff"].append(abs(float(metrics["policy_loss"][i][0]) - float(m["policy_loss"][0])))
 
-    # A 64-unit LSTM student initialises for several seeds (vmapped batched QRs, as in its
-    # orthogonal initialisers, deadlock XLA:CPU from 64 units up).
+    # A 64-unit LSTM student initialises for several seeds (vmapped; jaxlib 0.10's batched QR, which
+    # deadlocks XLA:CPU, is avoided by models/initializers.py).
     big = PRESETS["dr"].replace(num_seeds=2, devices=1, recurrent_size=64, num_envs=8)
     layout = device_layout(big)
     runner = build_runner(big, layout.shard)

@@ -211,8 +211,8 @@ def test_the_presets_are_table_5s_paired_column():
 
 
 def test_a_population_of_report_sized_students_initialises():
-    """The students are initialised one by one: vmapped orthogonal initialisers of a 64-unit (or
-    larger) LSTM deadlock XLA:CPU."""
+    """A population of 64-unit LSTM students initialises (vmapped: jaxlib 0.10's batched QR, which
+    deadlocks XLA:CPU, is avoided by `models/initializers.py`) into distinct students."""
     runner = build_runner(tiny("pop_paired", recurrent_size=64))
     params = jax.jit(runner.init)(jax.random.key(0)).train_state.params
     kernel = np.asarray(params["params"]["core"]["hidden_kernel"])

@@ -235,9 +235,10 @@ class PAIREDRunner:
 
     def init(self, key) -> PAIREDState:
         k_students, k_teacher, k_run = jax.random.split(key, 3)
-        # One student after another (`lax.map`), not vmapped: batched QR decompositions (the LSTM's
-        # orthogonal initialisers under vmap) deadlock XLA:CPU from 64 units up (see `devices.py`).
-        students = jax.lax.map(self._init_student, jax.random.split(k_students, self.n_students))
+        # Vmapped: the orthogonal initialisers draw one QR per student (`models/initializers.py`), so
+        # jaxlib 0.10's batched QR, which deadlocks XLA:CPU, is never emitted; each student's values
+        # are those it gets alone.
+        students = jax.vmap(self._init_student)(jax.random.split(k_students, self.n_students))
         obs, _ = self.teacher_env.reset(k_teacher, self.teacher_params)
         obs = jax.tree.map(lambda x: jnp.broadcast_to(x, (1, self.n) + jnp.shape(x)), obs)
         params = self.teacher_model.init(k_teacher, self.teacher_model.initial_carry(self.n), obs,
