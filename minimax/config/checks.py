@@ -117,6 +117,9 @@ def _env_problems(c, spec, method):
     if method is not None and method.needs_success and not spec.binary_outcome:
         yield (f"--method {c.method} scores levels by how often their episodes succeed; --env {env} has no success "
                f"outcome ({c.method} needs episodes that succeed or fail: maze, cartpole)")
+    if score is not None and score.needs_optimum and spec.level_facts is None:
+        yield (f"--score-function {c.curriculum.score_function} needs each level's optimal return, which --env {env} "
+               f"does not know (maze does: its shortest paths)")
     if score is not None and score.needs_success and not spec.binary_outcome:
         yield (f"--score-function {c.curriculum.score_function} needs episodes that succeed or fail; --env {env} has "
                f"no such outcome")

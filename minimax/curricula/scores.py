@@ -33,6 +33,8 @@ class ScoreInputs:
     policy: Any             # [T, N] action distributions at s_t (`agents/distributions.py`)
     last_value: jax.Array   # float32[N]: V of the observation after step T-1
     max_returns: jax.Array  # float32[N]: best return ever seen on the level, this rollout included
+    episode_returns: Any = None   # float32[T, N]: the return of the episode that ended at t (where `dones`)
+    optimal_returns: Any = None   # float32[N]: the level's optimal return, where the environment knows it
     gamma: float = struct.field(pytree_node=False, default=0.99)
 
 
@@ -90,6 +92,8 @@ class Score:
     needs_discrete_actions: bool = False
     needs_success: bool = False
     """Reads `solved`: the environment's episodes must succeed or fail."""
+    needs_optimum: bool = False
+    """Reads `optimal_returns`: the environment must know each level's optimal return (`level_facts`)."""
 
 
 SCORES: dict[str, Score] = {}
@@ -97,13 +101,13 @@ SCORES: dict[str, Score] = {}
 
 
 def register_score(name: str, fn: Callable, *, per_level: bool = False, needs_discrete_actions: bool = False,
-                   needs_success: bool = False, replace: bool = False) -> Score:
+                   needs_success: bool = False, needs_optimum: bool = False, replace: bool = False) -> Score:
     """Make `fn` the score `--score-function name` (see the module docstring for its signature)."""
     if not name or not name.replace("_", "").isalnum():
         raise ValueError(f"a score name is letters, digits and underscores, got {name!r}")
     if name in SCORES and not replace:
         raise ValueError(f"score {name!r} is already registered (pass replace=True to replace it)")
-    SCORES[name] = Score(name, fn, per_level, needs_discrete_actions, needs_success)
+    SCORES[name] = Score(name, fn, per_level, needs_discrete_actions, needs_success, needs_optimum)
     return SCORES[name]
 
 
@@ -114,12 +118,23 @@ def learnability(x: ScoreInputs):
     return (p * (1.0 - p)).astype(jnp.float32), episodes > 0
 
 
+def oracle_regret(x: ScoreInputs):
+    """The true regret: the level's optimal return minus the mean return of its completed episodes
+    (AMaze: `1 - 0.9 n* / max_steps` from the shortest action count n*, 0 if unsolvable)."""
+    if x.optimal_returns is None or x.episode_returns is None:
+        raise ValueError("oracle_regret needs each level's optimal return (the environment's level_facts)")
+    episodes = x.dones.sum(0, dtype=jnp.int32)
+    mean_return = jnp.where(x.dones, x.episode_returns, 0.0).sum(0) / jnp.maximum(episodes, 1)
+    return (x.optimal_returns - mean_return).astype(jnp.float32), episodes > 0
+
+
 for _name, _fn in (("pvl", positive_value_loss), ("maxmc", max_monte_carlo), ("l1_value_loss", l1_value_loss),
                    ("gae", gae), ("policy_entropy", policy_entropy), ("one_step_td", one_step_td_error)):
     register_score(_name, _fn)
 register_score("least_confidence", least_confidence, needs_discrete_actions=True)
 register_score("min_margin", min_margin, needs_discrete_actions=True)
 register_score("learnability", learnability, per_level=True, needs_success=True)
+register_score("oracle_regret", oracle_regret, per_level=True, needs_optimum=True)
 SCORE_FUNCTIONS = tuple(SCORES)
 """The built-in scores (`SCORES` also holds those registered later)."""
 STEP_SCORES = {n: s.fn for n, s in SCORES.items() if not s.per_level}

@@ -31,7 +31,7 @@ class ACCELRunner(RobustPLRRunner):
             children, mutations = self.mutate(k_mut, levels, scores, buffer.mutations[idx])
             slots, repeat, first = self._locate(buffer, children)
             rollout = self.rollout(k_roll, params, children)
-            s, best, valid = self.score(rollout, self.advantages(rollout), self.prior_max(buffer, slots))
+            s, best, valid = self.score(rollout, self.advantages(rollout), self.prior_max(buffer, slots), children)
             buffer, _ = self._offer(buffer, children, slots, s, best, valid & ~repeat, mutations, first)
             return buffer, self.group_metrics("mutated", children, rollout, s, valid)
 

@@ -39,7 +39,7 @@ class PLRRunner(PLRFamilyRunner):
         batch = ppo_batch(rollout, self.ppo)
         trainable = True if self.trains_on_new_levels else replay
         train_state, metrics = self._train(k_upd, state.train_state, batch, trainable)
-        scores, best, valid = self.score(rollout, batch.advantages, self.prior_max(buffer, slots))
+        scores, best, valid = self.score(rollout, batch.advantages, self.prior_max(buffer, slots), levels)
         # Replays of one slot are merged by the buffer (`--replay-merge`); a repeated new level is not offered.
         buffer, where = self._offer(buffer, levels, slots, scores, best, valid & (replay | ~repeat), first=first)
         training_set = self.mark_stored(state.training_set, seeds, jnp.where(replay, -1, where))

@@ -72,7 +72,8 @@ class CurriculumConfig:
     """Replay only once this fraction of the buffer is filled."""
     score_function: str = "maxmc"
     """Level score (PLR family): pvl, maxmc, l1_value_loss, gae, policy_entropy, one_step_td, least_confidence,
-    min_margin, learnability, or one registered with minimax.curricula.scores.register_score."""
+    min_margin, learnability, oracle_regret (maze: optimal return - return), or one registered with
+    minimax.register_score."""
     replay_with_replacement: bool = True
     """Sample the replay batch with replacement (else distinct levels, Gumbel top-k)."""
     train_levels: int = 0
@@ -147,7 +148,7 @@ class PLRFamilyRunner:
     def __init__(self, env, env_params, generator: Callable, model, ppo: PPOConfig, num_envs: int, num_steps: int,
                  buffer: BufferConfig, curriculum: CurriculumConfig, mutator: Callable | None = None,
                  level_metrics: Callable | None = None, level_identity: Callable | None = None,
-                 shard: Shard = NO_SHARD, global_buffer: bool = False):
+                 shard: Shard = NO_SHARD, global_buffer: bool = False, level_facts: Callable | None = None):
         if self.mutates and mutator is None:
             raise ValueError(f"{self.method} needs a mutator")
         if self.mutates and curriculum.train_levels:
@@ -176,7 +177,7 @@ class PLRFamilyRunner:
         self.capacity = buffer.capacity if global_buffer else buffer.capacity // d
         buffer = dataclasses.replace(buffer, capacity=self.capacity)
         self.buffer_cfg, self.cur, self.mutator, self.level_metrics = buffer, curriculum, mutator, level_metrics
-        self.level_identity = level_identity
+        self.level_identity, self.level_facts = level_identity, level_facts
 
     # ------------------------------------------------------------------ setup
 
@@ -291,16 +292,24 @@ class PLRFamilyRunner:
         """The stored max return of each level found in the buffer (-inf for the others)."""
         return jnp.where(slots >= 0, buffer.max_returns[jnp.maximum(slots, 0)], -jnp.inf)
 
-    def score(self, rollout: Rollout, advantages, prior_max):
+    def optimal_returns(self, levels):
+        """float32[N]: each level's optimal return, where the environment knows it (else None)."""
+        return None if self.level_facts is None else self.level_facts(levels, self.env_params)[0]
+
+    def score(self, rollout: Rollout, advantages, prior_max, levels=None):
         """`(scores, best, valid)` per env: scores with MaxMC's max return = max(`prior_max`, this
         rollout's best); `best` is this rollout's best return (0 where no episode ended). The scores see
-        rewards and returns times `--reward-scale`, the units of the value head; `best` is unscaled."""
+        rewards and returns times `--reward-scale`, the units of the value head; `best` is unscaled.
+        `levels` (the played ones) give a score that needs them its optimal returns (`oracle_regret`)."""
         best = rollout_max_return(rollout.episode_returns, rollout.dones, jnp.full_like(prior_max, -jnp.inf))
         scale = self.ppo.reward_scale
+        optimal = self.optimal_returns(levels) if levels is not None and SCORES[
+            self.cur.score_function].needs_optimum else None
         inputs = ScoreInputs(rewards=rollout.rewards * scale, values=rollout.values, dones=rollout.dones,
                              solved=rollout.solved, advantages=advantages, policy=rollout.policy,
                              last_value=rollout.last_value, max_returns=jnp.maximum(prior_max, best) * scale,
-                             gamma=self.ppo.gamma)
+                             episode_returns=rollout.episode_returns * scale,
+                             optimal_returns=None if optimal is None else optimal * scale, gamma=self.ppo.gamma)
         scores, valid = score_levels(self.cur.score_function, inputs)
         return scores, jnp.where(jnp.isfinite(best), best, 0.0), valid
 
@@ -316,6 +325,9 @@ class PLRFamilyRunner:
         }
         if self.level_metrics is not None:
             out.update(level_metric_sums(group, jax.vmap(self.level_metrics)(levels), w))
+        if self.level_facts is not None:  # the true regret of the group's completed episodes
+            gap = jnp.where(rollout.dones, self.optimal_returns(levels)[None, :] - rollout.episode_returns, 0.0)
+            out.update(mean_sums(f"{group}/regret", gap.sum(), ep["episodes"], w))
         return {k: jnp.asarray(v, jnp.float32) for k, v in out.items()}
 
     def mutate(self, key, levels, scores, parent_mutations):

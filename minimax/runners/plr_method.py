@@ -28,7 +28,7 @@ def plr_builder(runner_class: type):
         mutator = parts.mutator() if runner_class.mutates else None
         return runner_class(*parts.args, buffer=cfg.buffer, curriculum=cfg.curriculum, mutator=mutator,
                             level_metrics=spec.level_metrics, level_identity=spec.level_identity,
-                            shard=parts.shard, global_buffer=cfg.global_buffer)
+                            shard=parts.shard, global_buffer=cfg.global_buffer, level_facts=spec.level_facts)
 
     return build
 
