@@ -222,7 +222,18 @@ def test_runs_of_different_configs_are_not_pooled_unless_asked(run_dirs, tmp_pat
                                                                  ("dr (lr=0.001)", ["other-lr/seed0"])]
     assert [g["summary"]["suite_mean"]["solved_rate"]["n"] for g in doc["groups"]] == [2, 1]
     assert "summary" not in doc  # no single interval over two experiments
-    assert "dr (lr=0.001): other-lr/seed0" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "dr (lr=0.001): other-lr/seed0" in printed
+    # rliable's aggregates per experiment, and the probability of improvement both ways.
+    agg = doc["aggregates"]
+    assert set(agg["groups"]) == {"dr (lr=0.0001)", "dr (lr=0.001)"}
+    rates = [[r["mazes"]["SixteenRooms"]["solved_rate"]] for r in doc["runs"][:2]]
+    assert agg["groups"]["dr (lr=0.0001)"]["mean"]["estimate"] == pytest.approx(np.mean(rates))
+    assert agg["groups"]["dr (lr=0.0001)"]["iqm"]["runs"] == 2
+    pair = {(p["x"], p["y"]): p["estimate"] for p in agg["probability_of_improvement"]}
+    assert pair[("dr (lr=0.0001)", "dr (lr=0.001)")] == pytest.approx(1 - pair[("dr (lr=0.001)", "dr (lr=0.0001)")])
+    assert "fewer than 5 runs" in agg["note"] and "P(dr (lr=0.0001) > dr (lr=0.001))" in printed
+    assert (tmp_path / "grouped" / "aggregates.csv").read_text().startswith("experiment,metric,estimate")
     summary_csv = (tmp_path / "grouped" / "summary.csv").read_text().splitlines()
     assert summary_csv[0].startswith("group,level") and any(line.startswith("dr (lr=0.001),") for line in summary_csv)
     evaluate_main([*args, "--pool", "--out", str(tmp_path / "pooled")])

@@ -71,6 +71,15 @@ def test_reproduce_end_to_end_rerun_time_limit_and_extension(tmp_path, capsys, m
     assert expected["cycles"] == 1 + 10 / 0.5 and expected["env_steps"] == expected["cycles"] * 8 * 16
     assert "## Budget: 10 PPO updates per seed" in table
     assert "Another suite than the report's" in table  # --suite validation beside the report's dcd12 means
+    # rliable's aggregates over seeds x mazes, and the probability of improvement both ways.
+    agg = doc["aggregates"]
+    for name in ("dr", "plr"):
+        rates = np.array([doc["methods"][name]["per_seed"][z]["solved_rate"] for z in MAZES]).T  # [seeds, mazes]
+        assert agg["groups"][name]["mean"]["estimate"] == pytest.approx(rates.mean(), abs=1e-12)
+        assert agg["groups"][name]["iqm"]["runs"] == 2 and agg["groups"][name]["iqm"]["tasks"] == len(MAZES)
+    poi = {(p["x"], p["y"]): p["estimate"] for p in agg["probability_of_improvement"]}
+    assert poi[("dr", "plr")] == pytest.approx(1 - poi[("plr", "dr")], abs=1e-12)
+    assert "## Aggregates over seeds x mazes" in table and "| P(row > column) |" in table and "Note: 2 run(s)" in table
     assert "## Suite mean" in capsys.readouterr().out  # the table is printed at the end
     first_rows = read_rows(tmp_path / "runs" / "dr")
     assert [r["update"] for r in first_rows] == [5, 5, 5, 10, 10, 10]  # seeds 0, 1 and their mean

@@ -148,6 +148,12 @@ def collect(rep: Reproduction) -> dict:
                                              for k in METRICS}
             out["summary"] = summarize(runs, rep.mazes)
         doc["methods"][method] = out
+    done = [m for m in rep.methods if "per_seed" in doc["methods"][m]]
+    if done and names:
+        from minimax.evaluation.aggregates import aggregate_groups  # noqa: PLC0415
+
+        matrices = [np.array([doc["methods"][m]["per_seed"][n]["solved_rate"] for n in names], float).T for m in done]
+        doc["aggregates"] = aggregate_groups([{"label": m} for m in done], matrices, seed=0)
     return json.loads(json.dumps(doc, default=float), parse_constant=lambda _: None)  # NaN -> null
 
 
@@ -229,7 +235,30 @@ def render_table(doc: dict) -> str:
             lines.append("| report (suite, mean ± std of 10) | " + " | ".join(
                 f"{m['report']['solved_rate_mean']:.2f} ± {m['report']['solved_rate_std']:.2f}"
                 for m in methods.values()) + " |")
+    lines += _aggregate_tables(doc.get("aggregates"), methods)
     return "\n".join(lines) + "\n"
+
+
+def _aggregate_tables(agg: dict | None, methods: dict) -> list[str]:
+    """rliable's aggregates of the solved rate over seeds x mazes, and the probability of improvement."""
+    if not agg:
+        return []
+    cell = lambda s: f"{s['estimate']:.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}]"  # noqa: E731
+    lines = ["", f"## Aggregates over seeds x mazes (rliable: stratified bootstrap, 95% CI, {agg['reps']} redraws)",
+             "", "| Method | IQM | Mean | Median | Optimality gap |", "|---|---|---|---|---|"]
+    for name, a in agg["groups"].items():
+        lines.append(f"| {methods[name]['label']} (`{name}`) | " + " | ".join(
+            cell(a[k]) for k in ("iqm", "mean", "median", "optimality_gap")) + " |")
+    if agg["probability_of_improvement"]:
+        lines += ["", "| P(row > column) | " + " | ".join(methods[n]["label"] for n in agg["groups"]) + " |",
+                  "|---|" + "---|" * len(agg["groups"])]
+        pairs = {(p["x"], p["y"]): p for p in agg["probability_of_improvement"]}
+        for x in agg["groups"]:
+            lines.append(f"| {methods[x]['label']} | " + " | ".join(
+                "—" if x == y else cell(pairs[(x, y)]) for y in agg["groups"]) + " |")
+    if agg["note"]:
+        lines += ["", f"Note: {agg['note']}."]
+    return lines
 
 
 def _budget_table(methods: dict, updates: int) -> list[str]:

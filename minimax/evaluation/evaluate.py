@@ -36,6 +36,7 @@ from minimax.envs.images import save_gif
 from minimax.envs.registry import UEDEnv, get_env
 from minimax.core.options import parse_assignments
 from minimax.runners.eval import EvalRunner
+from minimax.evaluation.aggregates import aggregate_groups, print_aggregates, score_matrix, write_aggregates
 from minimax.evaluation.report import fresh_out_dir, print_table, summarize, write_results
 from minimax.evaluation.saved_policies import EvaluateError, Policy, load_policies, run_config
 from minimax.core.stats import cvar_of_worst
@@ -199,7 +200,8 @@ def group_results(results: list[dict], policies: list[Policy], mazes, pool: bool
     else:
         found = experiment_groups([p.cfg.options() for p in policies], [p.run for p in policies])
     return [{"label": label, "runs": [f"{results[i]['run']}/seed{results[i]['seed']}" for i in members],
-             "summary": summarize([results[i] for i in members], mazes)} for label, members in found]
+             "members": members, "summary": summarize([results[i] for i in members], mazes)}
+            for label, members in found]
 
 
 @dataclass(frozen=True)
@@ -241,6 +243,9 @@ class EvaluateConfig:
     """Env steps between early-stopping checks."""
     max_envs: int = 4096
     """Most envs per compiled batch (sampled levels)."""
+    bootstrap_reps: int = 2000
+    """Redraws of the stratified bootstrap behind the aggregates' intervals (IQM, mean, median, optimality gap,
+    probability of improvement; rliable's method)."""
     pool: bool = False
     """Pool every run into one confidence interval even where their configs differ (by default each
     experiment, runs whose configs differ only in seeds and bookkeeping options, gets its own)."""
@@ -248,7 +253,8 @@ class EvaluateConfig:
     def __post_init__(self):
         if not self.runs:
             raise EvaluateError("give at least one run directory")
-        for name, low in (("episodes", 1), ("cvar_episodes", 1), ("chunk_steps", 1), ("max_envs", 1), ("cvar", 0)):
+        for name, low in (("episodes", 1), ("cvar_episodes", 1), ("chunk_steps", 1), ("max_envs", 1), ("cvar", 0),
+                          ("bootstrap_reps", 1)):
             if getattr(self, name) < low:
                 raise EvaluateError(f"--{name.replace('_', '-')} must be >= {low}, got {getattr(self, name)}")
         try:
@@ -348,13 +354,21 @@ def _evaluate(args: EvaluateConfig, out_dir: Path) -> dict:
         print(f"evaluated {policy.run} seed {policy.seed} at update {policy.step}{f' ({policy.agent})' if policy.agent else ''} "
               f"in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     groups = group_results(results, policies, mazes, args.pool)
-    write_results(out_dir, results, groups, dataclasses.asdict(args) | {"out": str(out_dir)})
-    print(f"results written to {out_dir} (results.json, per_run.csv, summary.csv)", file=sys.stderr)
+    names = [m.name for m in mazes]
+    agg = aggregate_groups(groups, [score_matrix([results[i] for i in g["members"]], names) for g in groups],
+                           args.bootstrap_reps, args.seed) if names else None
+    write_results(out_dir, results, groups, dataclasses.asdict(args) | {"out": str(out_dir)},
+                  {"aggregates": agg} if agg else {})
+    if agg:
+        write_aggregates(out_dir, agg)
+    print(f"results written to {out_dir} (results.json, per_run.csv, summary.csv, aggregates.csv)", file=sys.stderr)
     for g in groups:
         if len(groups) > 1:
             print(f"\n{g['label']}: {', '.join(g['runs'])}")
         print_table(g["summary"], mazes)
-    out = {"runs": results, "groups": groups}
+    if agg:
+        print_aggregates(agg)
+    out = {"runs": results, "groups": groups} | ({"aggregates": agg} if agg else {})
     return out | ({"summary": groups[0]["summary"]} if len(groups) == 1 else {})
 
 

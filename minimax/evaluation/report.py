@@ -35,12 +35,13 @@ def summarize(results: list[dict], mazes) -> dict:
     return summary
 
 
-def write_results(out_dir: Path, results: list[dict], groups: list[dict], settings: dict) -> None:
+def write_results(out_dir: Path, results: list[dict], groups: list[dict], settings: dict, extra=None) -> None:
     """`results.json` (settings, every run's results, each group's summary; `summary` too when
-    there is one group), `per_run.csv` and `summary.csv` (one block of rows per group)."""
+    there is one group; `extra`'s entries, e.g. the aggregates), `per_run.csv` and `summary.csv`
+    (one block of rows per group)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     clean = lambda v: None if isinstance(v, float) and not np.isfinite(v) else v  # noqa: E731
-    doc = {"settings": settings, "runs": results, "groups": groups}
+    doc = {"settings": settings, "runs": results, "groups": groups, **(extra or {})}
     if len(groups) == 1:
         doc["summary"] = groups[0]["summary"]
     doc = json.loads(json.dumps(doc, default=float), parse_constant=lambda _: None)
