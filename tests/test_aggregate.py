@@ -104,3 +104,30 @@ def test_improvement_interval_and_bad_input():
         ag.interval(np.zeros(3), ag.mean)
     with pytest.raises(ValueError, match="finite"):
         ag.interval(np.array([[0.5, np.nan]]), ag.mean)
+
+
+def test_an_evaluation_plots_its_aggregates_and_performance_profiles(tmp_path, capsys):
+    import json
+
+    from minimax.evaluation.aggregate_plot import profile
+    from minimax.evaluation.aggregates import aggregate_groups
+    from minimax.evaluation.plot import main as plot_main
+
+    levels = [f"L{i}" for i in range(6)]
+    good, bad = solved_rates(1, runs=3, tasks=6), solved_rates(2, runs=2, tasks=6) * 0.5
+    runs = [{"run": f"r{i}", "seed": 0, "mazes": {n: {"solved_rate": float(v)} for n, v in zip(levels, row)}}
+            for i, row in enumerate([*good, *bad])]
+    groups = [{"label": "good", "members": [0, 1, 2]}, {"label": "bad", "members": [3, 4]}]
+    doc = {"runs": runs, "groups": groups, "aggregates": aggregate_groups(groups, [good, bad], reps=200)}
+    (tmp_path / "results.json").write_text(json.dumps(doc))
+    out = plot_main([str(tmp_path), "--out", str(tmp_path / "agg.png")])
+    assert out.exists() and out.stat().st_size > 10_000 and str(out) in capsys.readouterr().out
+    taus = np.array([0.0, 0.5, 0.9])
+    point, low, high = profile(good, taus, reps=300)
+    np.testing.assert_allclose(point, [(good > t).mean() for t in taus])
+    assert (low <= point + 1e-12).all() and (point <= high + 1e-12).all()
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "results.json").write_text(json.dumps({"runs": runs, "groups": groups}))
+    with pytest.raises(SystemExit) as stop:
+        plot_main([str(tmp_path / "empty"), "--out", str(tmp_path / "x.png")])
+    assert stop.value.code == 2 and "holds no aggregates" in capsys.readouterr().err

@@ -16,6 +16,7 @@ seed's own series.
 
     python -m minimax.evaluation.plot runs/dr runs/plr --out curves.png --x env_steps
     python -m minimax.evaluation.plot runs/plr --metrics eval/mean_solved_rate,buffer/weighted_score
+    python -m minimax.evaluation.plot eval_results/dr+2 --out aggregates.png   # an evaluation: rliable's figures
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from minimax.config.experiments import experiment_groups, experiment_method, experiment_options  # noqa: E402
+from minimax.evaluation.aggregate_plot import evaluation_file, plot_aggregates  # noqa: E402
 from minimax.training.run_logs import parse_row  # noqa: E402
 
 X_KEYS = ("env_steps", "update")
@@ -280,8 +282,12 @@ def main(argv=None) -> Path:
     args = parser.parse_args(argv)
     metrics = [m.strip() for arg in args.metrics for m in arg.split(",") if m.strip()] if args.metrics else None
     try:
-        path = plot_runs(args.run_dirs, args.out, x=args.x, metrics=metrics)
-    except PlotError as e:
+        evaluations = [evaluation_file(d) for d in args.run_dirs]
+        if all(evaluations) and len(evaluations) == 1:  # an evaluation's output: rliable's figures
+            path = plot_aggregates(evaluations[0], args.out)
+        else:
+            path = plot_runs(args.run_dirs, args.out, x=args.x, metrics=metrics)
+    except (PlotError, ValueError) as e:
         print("error: " + " ".join(str(e).split()), file=sys.stderr)
         raise SystemExit(2) from None
     print(path)
