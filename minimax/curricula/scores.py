@@ -36,6 +36,7 @@ class ScoreInputs:
     episode_returns: Any = None   # float32[T, N]: the return of the episode that ended at t (where `dones`)
     optimal_returns: Any = None   # float32[N]: the level's optimal return, where the environment knows it
     gamma: float = struct.field(pytree_node=False, default=0.99)
+    gae_lambda: float = struct.field(pytree_node=False, default=0.95)
 
 
 def positive_value_loss(x: ScoreInputs):
@@ -128,6 +129,43 @@ def oracle_regret(x: ScoreInputs):
     return (x.optimal_returns - mean_return).astype(jnp.float32), episodes > 0
 
 
+def clipped_advantages(x: ScoreInputs):
+    """float32[T, N]: DEGen's "clipped GAE" (their `compute_clipped_gae(..., use_max_value=True)`): from
+    each start step s, the discounted sum of TD errors is clipped at 0 from above after every step
+    (`c_i = min(c_{i-1} + gamma^i delta_{s+i}, 0)`, so it only ever records how much worse than the
+    value estimate things went), and the clipped sums are mixed with GAE's lambda weights up to the
+    episode's end (the rest of the weight on the end's sum) or to the rollout's end. O(T^2) per env."""
+    lam, gamma = x.gae_lambda, x.gamma
+    steps = x.values.shape[0]
+    next_values = jnp.concatenate([x.values[1:], x.last_value[None]], axis=0)
+    deltas = x.rewards + gamma * next_values * (1.0 - x.dones) - x.values
+    start = jnp.arange(steps)[:, None]
+
+    def step(carry, inputs):
+        mixed, total, ended = carry        # [start, env] each
+        now, delta, done = inputs
+        on = now >= start
+        i = (now - start).astype(jnp.float32)
+        total = jnp.minimum(total + jnp.where(on, gamma ** i * delta[None], 0.0), 0.0)
+        done = on & done[None]
+        mixed = mixed + jnp.where(ended, 0.0, lam ** i * total + jnp.where(done, lam ** (i + 1) / (1 - lam) * total, 0.0))
+        return (mixed, total, ended | done), None
+
+    zeros = jnp.zeros_like(x.values)
+    (mixed, total, ended), _ = jax.lax.scan(step, (zeros, zeros, jnp.zeros(x.values.shape, bool)),
+                                            (jnp.arange(steps), deltas, x.dones))
+    i = (steps - start).astype(jnp.float32)
+    return (1 - lam) * (mixed + jnp.where(ended, 0.0, lam ** i / (1 - lam) * total))
+
+
+def mna(x: ScoreInputs):
+    """DEGen's MNA score (`score_function=mna`): the summed magnitude of the clipped negative
+    advantages of the whole rollout, on levels solved at least once (max return > 0), else 0."""
+    solved = x.max_returns > 0
+    score = -jnp.minimum(clipped_advantages(x), 0.0).sum(0) * solved
+    return score.astype(jnp.float32), x.dones.any(0)
+
+
 for _name, _fn in (("pvl", positive_value_loss), ("maxmc", max_monte_carlo), ("l1_value_loss", l1_value_loss),
                    ("gae", gae), ("policy_entropy", policy_entropy), ("one_step_td", one_step_td_error)):
     register_score(_name, _fn)
@@ -135,6 +173,7 @@ register_score("least_confidence", least_confidence, needs_discrete_actions=True
 register_score("min_margin", min_margin, needs_discrete_actions=True)
 register_score("learnability", learnability, per_level=True, needs_success=True)
 register_score("oracle_regret", oracle_regret, per_level=True, needs_optimum=True)
+register_score("mna", mna, per_level=True)
 SCORE_FUNCTIONS = tuple(SCORES)
 """The built-in scores (`SCORES` also holds those registered later)."""
 STEP_SCORES = {n: s.fn for n, s in SCORES.items() if not s.per_level}

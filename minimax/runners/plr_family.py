@@ -309,7 +309,8 @@ class PLRFamilyRunner:
                              solved=rollout.solved, advantages=advantages, policy=rollout.policy,
                              last_value=rollout.last_value, max_returns=jnp.maximum(prior_max, best) * scale,
                              episode_returns=rollout.episode_returns * scale,
-                             optimal_returns=None if optimal is None else optimal * scale, gamma=self.ppo.gamma)
+                             optimal_returns=None if optimal is None else optimal * scale, gamma=self.ppo.gamma,
+                             gae_lambda=self.ppo.gae_lambda)
         scores, valid = score_levels(self.cur.score_function, inputs)
         return scores, jnp.where(jnp.isfinite(best), best, 0.0), valid
 

@@ -1,6 +1,7 @@
-"""Oracle regret on AMaze (issue 46, part 3): a level's optimal return (its shortest action count,
-checked against BFS on hand-made and random mazes, unsolvable ones included, in tests/test_paths.py)
-minus the agent's return, as a PLR-family score and as a logged metric of the PLR family's levels."""
+"""Regret scores of issue 46. Oracle regret on AMaze (part 3): a level's optimal return (its shortest
+action count, checked against BFS on hand-made and random mazes, unsolvable ones included, in
+tests/test_paths.py) minus the agent's return, as a PLR-family score and as a logged metric of the
+PLR family's levels. MNA (part 2): DEGen's score, against a transcription of the authors' code."""
 
 import jax
 import jax.numpy as jnp
@@ -78,3 +79,58 @@ def test_plr_scores_levels_by_their_true_regret(method):
     # The whole step runs and keeps the regret in its metrics.
     _, step_metrics = jax.jit(runner.step)(state)
     assert "new/regret_sum" in step_metrics and "replay/regret_sum" in step_metrics
+
+
+# ---- MNA (DEGen, issue 46 part 2) against a transcription of the authors' code --------------------------
+
+def ref_clipped_gae(gamma, lam, last_value, values, rewards, dones):
+    """DEGen's `compute_clipped_gae(..., use_max_value=True)` (minigrid/maze_plr.py), as loops over
+    start step s and current step c, float64."""
+    steps, envs = values.shape
+    ext = np.concatenate([values, last_value[None]], 0)
+    deltas = rewards + gamma * ext[1:] * (1 - dones) - ext[:-1]
+    adv = np.zeros((steps, envs))
+    for s in range(steps):
+        for e in range(envs):
+            gae, total, is_done = 0.0, 0.0, False
+            for c in range(s, steps):
+                i = c - s
+                total = min(total + gamma ** i * deltas[c, e], 0.0)
+                if not is_done:
+                    gae += lam ** i * total + (lam ** (i + 1) / (1 - lam) * total if dones[c, e] else 0.0)
+                is_done = is_done or bool(dones[c, e])
+            i = steps - s
+            adv[s, e] = (1 - lam) * (gae + (0.0 if is_done else lam ** i / (1 - lam) * total))
+    return adv
+
+
+def test_mna_matches_the_authors_clipped_gae_and_score():
+    rng = np.random.default_rng(0)
+    steps, envs, gamma, lam = 12, 5, 0.99, 0.95
+    dones = rng.random((steps, envs)) < 0.2
+    rewards = np.where(dones, rng.random((steps, envs)), 0.0)
+    values, last_value = rng.normal(0.5, 0.3, (steps, envs)), rng.normal(0.5, 0.3, envs)
+    max_returns = np.array([0.8, 0.0, -np.inf, 0.3, 0.5])
+    x = sc.ScoreInputs(rewards=jnp.asarray(rewards, jnp.float32), values=jnp.asarray(values, jnp.float32),
+                       dones=jnp.asarray(dones), solved=jnp.asarray(dones), advantages=jnp.zeros((steps, envs)),
+                       policy=None, last_value=jnp.asarray(last_value, jnp.float32),
+                       max_returns=jnp.asarray(max_returns, jnp.float32), gamma=gamma, gae_lambda=lam)
+    want = ref_clipped_gae(gamma, lam, last_value, values, rewards, dones.astype(float))
+    np.testing.assert_allclose(np.asarray(sc.clipped_advantages(x)), want, rtol=1e-4, atol=1e-5)
+    assert (want <= 1e-12).all()
+    scores, valid = sc.score_levels("mna", x)
+    # negative_value_loss_solved_sum: -sum_t min(A, 0), times solved (max return > 0).
+    np.testing.assert_allclose(np.asarray(scores), -np.minimum(want, 0).sum(0) * (max_returns > 0), rtol=1e-4,
+                               atol=1e-5)
+    np.testing.assert_array_equal(np.asarray(valid), dones.any(0))
+    with pytest.raises(ConfigError, match="--gae-lambda must be < 1"):
+        TrainConfig.from_options(method="robust_plr", score_function="mna", gae_lambda=1.0)
+
+
+def test_a_robust_plr_step_scores_by_mna():
+    runner = build_runner(TrainConfig.from_options(method="robust_plr", **{**SMALL, "score_function": "mna"}))
+    state = jax.jit(runner.init)(jax.random.key(0))
+    for _ in range(3):
+        state, metrics = jax.jit(runner.step)(state)
+    scores = np.asarray(state.buffer.scores)[np.asarray(state.buffer.filled)]
+    assert scores.size and (scores >= 0).all() and np.isfinite(scores).all()
