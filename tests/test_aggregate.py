@@ -131,3 +131,14 @@ def test_an_evaluation_plots_its_aggregates_and_performance_profiles(tmp_path, c
     with pytest.raises(SystemExit) as stop:
         plot_main([str(tmp_path / "empty"), "--out", str(tmp_path / "x.png")])
     assert stop.value.code == 2 and "holds no aggregates" in capsys.readouterr().err
+
+
+def test_nothing_is_aggregated_without_solved_rates():
+    """Pendulum's episodes neither succeed nor fail: its solved rates are NaN, and there is no aggregate."""
+    from minimax.evaluation.aggregates import aggregate_results
+
+    runs = [{"mazes": {"a": {"solved_rate": float("nan")}, "b": {"solved_rate": float("nan")}}}] * 2
+    groups = [{"label": "x", "members": [0, 1]}]
+    assert aggregate_results(groups, runs, ["a", "b"]) is None and aggregate_results(groups, runs, []) is None
+    runs = [{"mazes": {"a": {"solved_rate": 0.5}, "b": {"solved_rate": 1.0}}}] * 2
+    assert aggregate_results(groups, runs, ["a", "b"], reps=50)["groups"]["x"]["mean"]["estimate"] == 0.75

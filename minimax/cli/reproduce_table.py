@@ -153,7 +153,8 @@ def collect(rep: Reproduction) -> dict:
         from minimax.evaluation.aggregates import aggregate_groups  # noqa: PLC0415
 
         matrices = [np.array([doc["methods"][m]["per_seed"][n]["solved_rate"] for n in names], float).T for m in done]
-        doc["aggregates"] = aggregate_groups([{"label": m} for m in done], matrices, seed=0)
+        if all(np.isfinite(m).all() for m in matrices):
+            doc["aggregates"] = aggregate_groups([{"label": m} for m in done], matrices, seed=0)
     return json.loads(json.dumps(doc, default=float), parse_constant=lambda _: None)  # NaN -> null
 
 

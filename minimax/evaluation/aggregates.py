@@ -27,6 +27,19 @@ def score_matrix(results: list[dict], level_names: list[str]) -> np.ndarray:
     return np.array([[r["mazes"][name][SCORE] for name in level_names] for r in results], np.float64)
 
 
+def aggregate_results(groups: list[dict], results: list[dict], level_names: list[str], reps: int = 2000,
+                      seed: int = 0) -> dict | None:
+    """`aggregate_groups` of an evaluation's groups (`members`: indices into `results`), or None where
+    there is nothing to aggregate: no suite levels, or an environment without a success outcome
+    (Pendulum: its solved rates are undefined, and returns have no optimum to measure a gap from)."""
+    if not level_names:
+        return None
+    matrices = [score_matrix([results[i] for i in g["members"]], level_names) for g in groups]
+    if not all(np.isfinite(m).all() for m in matrices):
+        return None
+    return aggregate_groups(groups, matrices, reps, seed)
+
+
 def aggregate_groups(groups: list[dict], matrices: list[np.ndarray], reps: int = 2000, seed: int = 0) -> dict:
     """`{"groups": {label: {metric: interval}}, "probability_of_improvement": [...], "note": str}`."""
     out = {"score": SCORE, "reps": reps, "groups": {}, "probability_of_improvement": []}

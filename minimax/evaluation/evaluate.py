@@ -36,7 +36,7 @@ from minimax.envs.images import save_gif
 from minimax.envs.registry import UEDEnv, get_env
 from minimax.core.options import parse_assignments
 from minimax.runners.eval import EvalRunner
-from minimax.evaluation.aggregates import aggregate_groups, print_aggregates, score_matrix, write_aggregates
+from minimax.evaluation.aggregates import aggregate_results, print_aggregates, write_aggregates
 from minimax.evaluation.report import fresh_out_dir, print_table, summarize, write_results
 from minimax.evaluation.saved_policies import EvaluateError, Policy, load_policies, run_config
 from minimax.core.stats import cvar_of_worst
@@ -354,9 +354,7 @@ def _evaluate(args: EvaluateConfig, out_dir: Path) -> dict:
         print(f"evaluated {policy.run} seed {policy.seed} at update {policy.step}{f' ({policy.agent})' if policy.agent else ''} "
               f"in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     groups = group_results(results, policies, mazes, args.pool)
-    names = [m.name for m in mazes]
-    agg = aggregate_groups(groups, [score_matrix([results[i] for i in g["members"]], names) for g in groups],
-                           args.bootstrap_reps, args.seed) if names else None
+    agg = aggregate_results(groups, results, [m.name for m in mazes], args.bootstrap_reps, args.seed)
     write_results(out_dir, results, groups, dataclasses.asdict(args) | {"out": str(out_dir)},
                   {"aggregates": agg} if agg else {})
     if agg:
