@@ -63,8 +63,10 @@ def test_plr_scores_levels_by_their_true_regret(method):
         levels = jax.vmap(runner.generator)(jax.random.split(key, runner.num_envs))
         rollout = runner.rollout(jax.random.key(2), state.train_state.params, levels)
         batch = ppo_batch(rollout, runner.ppo)
-        scores, _, valid = runner.score(rollout, batch.advantages, jnp.zeros(runner.num_envs), levels)
-        return levels, rollout, scores, valid, runner.group_metrics("new", levels, rollout, scores, valid)
+        optimal = runner.optimal_returns(levels)
+        scores, _, valid = runner.score(rollout, batch.advantages, jnp.zeros(runner.num_envs), optimal)
+        return levels, rollout, scores, valid, runner.group_metrics("new", levels, rollout, scores, valid,
+                                                                    optimal=optimal)
 
     levels, rollout, scores, valid, metrics = jax.device_get(played(state))
     optimum = np.asarray(jax.vmap(optimal_return, in_axes=(0, None))(levels, runner.env_params.max_steps))

@@ -6,8 +6,13 @@ import os
 from pathlib import Path
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Replace `path` with `text` atomically: a crash leaves the old file or the new one, never half of one."""
+def write_atomically(path: Path, data: str | bytes) -> None:
+    """Replace `path` with `data` (text or bytes) atomically: a crash leaves the old file or the new one,
+    never half of one."""
+    path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
+    if isinstance(data, bytes):
+        tmp.write_bytes(data)
+    else:
+        tmp.write_text(data)
     os.replace(tmp, path)

@@ -8,7 +8,7 @@ value, as uint8) is an entry of its own, and the tree itself, with the scalars a
 `{"$array": name}` / `{"$bytes": name}` where an array or bytes value was, is JSON in the entry
 `__tree__`. `load_state` reads it with `allow_pickle=False`: a file cannot run code when read, and
 a damaged or foreign file is one `StateFileError` naming it. The file is written whole or not at
-all (a temporary file, then `os.replace`).
+all (`core/files.write_atomically`).
 
 Exact by construction: arrays keep their dtype and bytes, Python floats round-trip through JSON's
 `repr`, and integers of any size (numpy's PCG64 state has 128-bit ones) stay integers.
@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import zipfile
 from pathlib import Path
 
 import numpy as np
+
+from minimax.core.files import write_atomically
 
 FORMAT = "minimax.host_state/1"
 _TREE = "__tree__"
@@ -102,10 +103,7 @@ def decode_state(data: bytes, where: str = "host state"):
 
 def save_state(path, state) -> None:
     """Write `state` to `path` atomically: a crash leaves the old file or the new one, never half of one."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(encode_state(state))
-    os.replace(tmp, path)
+    write_atomically(Path(path), encode_state(state))
 
 
 def load_state(path):

@@ -31,9 +31,10 @@ class ACCELRunner(RobustPLRRunner):
             children, mutations = self.mutate(k_mut, levels, scores, buffer.mutations[idx])
             slots, repeat, first = self._locate(buffer, children)
             rollout = self.rollout(k_roll, params, children)
-            s, best, valid = self.score(rollout, self.advantages(rollout), self.prior_max(buffer, slots), children)
+            optimal = self.optimal_returns(children)
+            s, best, valid = self.score(rollout, self.advantages(rollout), self.prior_max(buffer, slots), optimal)
             buffer, _ = self._offer(buffer, children, slots, s, best, valid & ~repeat, mutations, first)
-            return buffer, self.group_metrics("mutated", children, rollout, s, valid)
+            return buffer, self.group_metrics("mutated", children, rollout, s, valid, optimal=optimal)
 
         return cond_or_zeros(replay, mutate_and_play, buffer)
 

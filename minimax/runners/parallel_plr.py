@@ -56,7 +56,8 @@ class ParallelPLRRunner(PLRFamilyRunner):
         rollout = self.rollout(k_roll, params, levels)
         full = ppo_batch(rollout, self.ppo)
         train_state, metrics = self._train(k_upd, state.train_state, env_slice(full, n, 2 * n), ready)
-        scores, best, valid = self.score(rollout, full.advantages, self.prior_max(buffer, slots), levels)
+        optimal = self.optimal_returns(levels)
+        scores, best, valid = self.score(rollout, full.advantages, self.prior_max(buffer, slots), optimal)
         mutations = jnp.concatenate([jnp.zeros((2 * n,), jnp.int32)] + [child_mutations] * (g - 2))
         buffer, where = self._offer(buffer, levels, slots, scores, best, valid & (is_replay | ~repeat), mutations,
                                     first)
@@ -67,7 +68,8 @@ class ParallelPLRRunner(PLRFamilyRunner):
         played = [rollout_envs(rollout, i * n, (i + 1) * n) for i in range(g)]
         part = lambda x, i: x[i * n:(i + 1) * n]  # noqa: E731
         group = lambda name, i, active: self.group_metrics(  # noqa: E731
-            name, groups[i], played[i], part(scores, i), part(valid, i), active)
+            name, groups[i], played[i], part(scores, i), part(valid, i), active,
+            None if optimal is None else part(optimal, i))
         new_groups = [group("new", 0, True)] + [group("new", i, ~ready) for i in range(1, g)]
         metrics.update(jax.tree.map(lambda *xs: sum(xs), *new_groups))
         metrics.update(group("replay", 1, ready))

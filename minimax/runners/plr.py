@@ -39,12 +39,13 @@ class PLRRunner(PLRFamilyRunner):
         batch = ppo_batch(rollout, self.ppo)
         trainable = True if self.trains_on_new_levels else replay
         train_state, metrics = self._train(k_upd, state.train_state, batch, trainable)
-        scores, best, valid = self.score(rollout, batch.advantages, self.prior_max(buffer, slots), levels)
+        optimal = self.optimal_returns(levels)
+        scores, best, valid = self.score(rollout, batch.advantages, self.prior_max(buffer, slots), optimal)
         # Replays of one slot are merged by the buffer (`--replay-merge`); a repeated new level is not offered.
         buffer, where = self._offer(buffer, levels, slots, scores, best, valid & (replay | ~repeat), first=first)
         training_set = self.mark_stored(state.training_set, seeds, jnp.where(replay, -1, where))
-        metrics.update(self.group_metrics("new", levels, rollout, scores, valid, ~replay))
-        metrics.update(self.group_metrics("replay", levels, rollout, scores, valid, replay))
+        metrics.update(self.group_metrics("new", levels, rollout, scores, valid, ~replay, optimal))
+        metrics.update(self.group_metrics("replay", levels, rollout, scores, valid, replay, optimal))
         env_steps = self.num_envs * self.num_steps
         if self.mutates:
             buffer, mutated = self.mutation_cycle(k_mutation, replay, train_state.params, buffer, idx, levels,

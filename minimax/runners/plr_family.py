@@ -293,18 +293,17 @@ class PLRFamilyRunner:
         return jnp.where(slots >= 0, buffer.max_returns[jnp.maximum(slots, 0)], -jnp.inf)
 
     def optimal_returns(self, levels):
-        """float32[N]: each level's optimal return, where the environment knows it (else None)."""
+        """float32[N]: each level's optimal return, where the environment knows it (else None). Computed
+        once per played batch and handed to `score` and `group_metrics`."""
         return None if self.level_facts is None else self.level_facts(levels, self.env_params)[0]
 
-    def score(self, rollout: Rollout, advantages, prior_max, levels=None):
+    def score(self, rollout: Rollout, advantages, prior_max, optimal=None):
         """`(scores, best, valid)` per env: scores with MaxMC's max return = max(`prior_max`, this
         rollout's best); `best` is this rollout's best return (0 where no episode ended). The scores see
         rewards and returns times `--reward-scale`, the units of the value head; `best` is unscaled.
-        `levels` (the played ones) give a score that needs them its optimal returns (`oracle_regret`)."""
+        `optimal` (`optimal_returns` of the played levels) is what `oracle_regret` scores against."""
         best = rollout_max_return(rollout.episode_returns, rollout.dones, jnp.full_like(prior_max, -jnp.inf))
         scale = self.ppo.reward_scale
-        optimal = self.optimal_returns(levels) if levels is not None and SCORES[
-            self.cur.score_function].needs_optimum else None
         inputs = ScoreInputs(rewards=rollout.rewards * scale, values=rollout.values, dones=rollout.dones,
                              solved=rollout.solved, advantages=advantages, policy=rollout.policy,
                              last_value=rollout.last_value, max_returns=jnp.maximum(prior_max, best) * scale,
@@ -314,7 +313,7 @@ class PLRFamilyRunner:
         scores, valid = score_levels(self.cur.score_function, inputs)
         return scores, jnp.where(jnp.isfinite(best), best, 0.0), valid
 
-    def group_metrics(self, group: str, levels, rollout: Rollout, scores, valid, active=True) -> dict:
+    def group_metrics(self, group: str, levels, rollout: Rollout, scores, valid, active=True, optimal=None) -> dict:
         """Sums (with their counts) describing one group of levels and how they were played."""
         w = jnp.asarray(active, jnp.float32)
         ep = episode_metrics(rollout)
@@ -326,8 +325,8 @@ class PLRFamilyRunner:
         }
         if self.level_metrics is not None:
             out.update(level_metric_sums(group, jax.vmap(self.level_metrics)(levels), w))
-        if self.level_facts is not None:  # the true regret of the group's completed episodes
-            gap = jnp.where(rollout.dones, self.optimal_returns(levels)[None, :] - rollout.episode_returns, 0.0)
+        if optimal is not None:  # the true regret of the group's completed episodes
+            gap = jnp.where(rollout.dones, optimal[None, :] - rollout.episode_returns, 0.0)
             out.update(mean_sums(f"{group}/regret", gap.sum(), ep["episodes"], w))
         return {k: jnp.asarray(v, jnp.float32) for k, v in out.items()}
 
