@@ -72,9 +72,9 @@ def problems(c):
             yield str(err)
             return
         yield from _env_problems(c, spec, method)
-    if c.curriculum.score_function == "mna" and not c.ppo.gae_lambda < 1:
-        yield f"--score-function mna weighs its clipped sums by lambda^i / (1 - lambda): --gae-lambda must be < 1, " \
-              f"got {c.ppo.gae_lambda}"
+    score = SCORES.get(c.curriculum.score_function)
+    if score is not None and score.problems is not None:
+        yield from score.problems(c)
     if method is not None:
         yield from method.check(c, spec)
 

@@ -95,6 +95,8 @@ class Score:
     """Reads `solved`: the environment's episodes must succeed or fail."""
     needs_optimum: bool = False
     """Reads `optimal_returns`: the environment must know each level's optimal return (`level_facts`)."""
+    problems: Callable | None = None
+    """`cfg -> messages`: what else the score needs of the run's options (the config checks ask it)."""
 
 
 SCORES: dict[str, Score] = {}
@@ -102,13 +104,14 @@ SCORES: dict[str, Score] = {}
 
 
 def register_score(name: str, fn: Callable, *, per_level: bool = False, needs_discrete_actions: bool = False,
-                   needs_success: bool = False, needs_optimum: bool = False, replace: bool = False) -> Score:
+                   needs_success: bool = False, needs_optimum: bool = False, problems: Callable | None = None,
+                   replace: bool = False) -> Score:
     """Make `fn` the score `--score-function name` (see the module docstring for its signature)."""
     if not name or not name.replace("_", "").isalnum():
         raise ValueError(f"a score name is letters, digits and underscores, got {name!r}")
     if name in SCORES and not replace:
         raise ValueError(f"score {name!r} is already registered (pass replace=True to replace it)")
-    SCORES[name] = Score(name, fn, per_level, needs_discrete_actions, needs_success, needs_optimum)
+    SCORES[name] = Score(name, fn, per_level, needs_discrete_actions, needs_success, needs_optimum, problems)
     return SCORES[name]
 
 
@@ -173,7 +176,13 @@ register_score("least_confidence", least_confidence, needs_discrete_actions=True
 register_score("min_margin", min_margin, needs_discrete_actions=True)
 register_score("learnability", learnability, per_level=True, needs_success=True)
 register_score("oracle_regret", oracle_regret, per_level=True, needs_optimum=True)
-register_score("mna", mna, per_level=True)
+def _mna_problems(cfg):
+    if not cfg.ppo.gae_lambda < 1:
+        yield (f"--score-function mna weighs its clipped sums by lambda^i / (1 - lambda): --gae-lambda must be < 1, "
+               f"got {cfg.ppo.gae_lambda}")
+
+
+register_score("mna", mna, per_level=True, problems=_mna_problems)
 SCORE_FUNCTIONS = tuple(SCORES)
 """The built-in scores (`SCORES` also holds those registered later)."""
 STEP_SCORES = {n: s.fn for n, s in SCORES.items() if not s.per_level}
