@@ -19,7 +19,7 @@ an episode (the recurrent carry is zeroed before it).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
@@ -28,6 +28,7 @@ import tyro
 from flax import struct
 from flax.training.train_state import TrainState
 
+from minimax.agents.ti_ada import ti_ada
 from minimax.core.options import check
 from minimax.core.parallel import NO_SHARD, Shard
 
@@ -38,7 +39,10 @@ class PPOConfig:
     command's option of that name (`--lr`); its docstring is the `--help` text."""
 
     lr: float = struct.field(pytree_node=False, default=1e-4)
-    """Adam learning rate."""
+    """Learning rate of the optimiser (--optimizer)."""
+    optimizer: Literal["adam", "ti_ada"] = struct.field(pytree_node=False, default="adam")
+    """adam, or ti_ada (TiAda's Adam variant, NCC's authors' student optimiser: agents/ti_ada.py; uses --adam-eps
+    as its epsilon)."""
     anneal_lr: bool = struct.field(pytree_node=False, default=False)
     """Anneal the learning rate linearly to 0 over all gradient steps."""
     total_gradient_steps: tyro.conf.Suppress[int] = struct.field(pytree_node=False, default=1)
@@ -81,6 +85,8 @@ class PPOConfig:
         if not c.obj.lr >= 0:  # 0 is a policy that does not learn (tests replay rollouts with it)
             c.add(f"--lr must be > 0 (or 0: no learning), got {c.obj.lr!r}")
         c.unit("gamma", "gae_lambda")
+        if c.obj.optimizer not in ("adam", "ti_ada"):
+            c.add(f"--optimizer must be adam or ti_ada, got {c.obj.optimizer!r}")
 
     @property
     def gradient_steps_per_update(self) -> int:
@@ -95,8 +101,14 @@ def learning_rate_schedule(cfg: PPOConfig):
 
 
 def make_optimizer(cfg: PPOConfig) -> optax.GradientTransformation:
-    return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm),
-                       optax.adam(learning_rate_schedule(cfg), eps=cfg.adam_eps))
+    schedule = learning_rate_schedule(cfg)
+    if cfg.optimizer == "ti_ada":
+        step = ti_ada(schedule, eps=cfg.adam_eps)
+    elif cfg.optimizer == "adam":
+        step = optax.adam(schedule, eps=cfg.adam_eps)
+    else:
+        raise ValueError(f"--optimizer must be adam or ti_ada, got {cfg.optimizer!r}")
+    return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), step)
 
 
 def create_train_state(apply_fn, params, cfg: PPOConfig) -> TrainState:

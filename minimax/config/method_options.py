@@ -10,7 +10,7 @@ from __future__ import annotations
 from minimax.config.tree import OPTIONS
 from minimax.runners import get_method
 
-METHOD_GROUPS = ("buffer", "curriculum", "teacher", "sfl")
+METHOD_GROUPS = ("buffer", "curriculum", "teacher", "sfl", "ncc")
 """Option groups only some methods read (a method names those it reads in `Method.reads`)."""
 METHOD_OPTIONS = ("global_buffer", "buffer_png", "mutator", "n_mutations", "mutation_criterion", "mutation_subsample",
                   "replay_prob", "dr_restart_each_update")

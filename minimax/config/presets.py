@@ -88,7 +88,29 @@ lr 2.5e-4 annealed linearly, 4,500 updates (the 45 blocks of 100 its loop runs o
 value's source and where we differ."""
 
 
-PRESET_OPTIONS: dict[str, dict] = {**{name: _preset(name) for name in (*TABLE_5, *TABLE_6)}, "sfl": SFL_MAZE}
+NCC_MAZE = dict(preset="ncc", method="ncc", num_updates=4500, num_envs=256, num_steps=256, lr=0.0014658280281033783,
+                anneal_lr=True, optimizer="ti_ada", gamma=0.995, gae_lambda=0.98, n_epochs=1, n_minibatches=1,
+                clip_eps=0.2, clip_value=True, entropy_coef=0.001, value_coef=0.5, max_grad_norm=0.25, adam_eps=1e-5,
+                n_walls=60, maze_height=13, maze_width=13, agent_view_size=5, normalize_obs=True,
+                recurrent_cell="lstm", recurrent_size=256, eval_every=100, eval_episodes=5, checkpoint_every=1000,
+                ncc_buffer_size=4000, ncc_attempts=5, ncc_attempt_steps=256, ncc_score="learnability",
+                ncc_meta_lr=0.1, ncc_meta_reg=0.05, ncc_meta_trunc=1e-5)
+"""NCC's authors' MiniGrid maze run (nmonette/NCC-UED, `minigrid/train/config/minigrid-ncc.yaml` with
+`learning/ippo-minigrid-ncc.yaml`, `ued/ncc.yaml`, `env/minigrid.yaml`): 256 envs x 256 steps, one
+epoch of one minibatch, lr 0.00147 annealed, their TiAda student optimiser, gamma 0.995, lambda 0.98,
+clip 0.2, entropy 0.001, grad norm 0.25; a 4,000-level buffer scored over 5 attempts of 256 steps;
+META_LR 0.1, META_REG 0.05, META_TRUNC 1e-5; 3e8 steps (4,577 updates; 4,500 as `sfl`). AMaze
+differs from their jaxued maze only as docs/methods.md lists; the student is our Table 5 network,
+not their 512-unit one with layer norm."""
+
+NCC_REG_MAZE = {**NCC_MAZE, "preset": "ncc_reg", "ncc_score": "oracle_regret", "ncc_meta_lr": 0.005,
+                "ncc_meta_reg": 0.032}
+"""NCC-Reg (`minigrid-ncc-reg.yaml`, `minigrid_ncc_regret.py`): NCC scoring levels by oracle regret, with
+META_LR 0.005 and META_REG 0.032."""
+
+
+PRESET_OPTIONS: dict[str, dict] = {**{name: _preset(name) for name in (*TABLE_5, *TABLE_6)}, "sfl": SFL_MAZE,
+                                   "ncc": NCC_MAZE, "ncc_reg": NCC_REG_MAZE}
 """The methods' published maze configurations, by preset name: the minimax report's with an LSTM
 student (its Table 5; the learned-teacher presets share Table 5's PAIRED column) and with an S5
 student (its Table 6, `*_s5`; the S5 PAIRED teacher keeps Table 5's LSTM network, as the report

@@ -4,13 +4,13 @@
 one group per component: `env`, `model`, `ppo` (`agents.ppo.PPOConfig`), `eval`, `buffer`
 (`curricula.level_buffer.BufferConfig`), `curriculum` (`runners.plr_family.CurriculumConfig`),
 `teacher` (`runners.paired.TeacherConfig`, the learned teacher of PAIRED and relatives), `sfl`
-(`runners.sfl.SFLConfig`, Sampling For Learnability's level sampling).
+(`runners.sfl.SFLConfig`, Sampling For Learnability's level sampling), `ncc` (`runners.ncc.NCCConfig`).
 A group is the single home of its options (field, default, docstring = `--help`, its own
 checks); `TrainConfig` adds the checks across groups (`config_checks.py`). Flags stay flat
 (`--lr`, `--buffer-size`), `config.json` is the tree, and flat `config.json` files of older runs
 still load.
 
-The presets (the minimax report's Tables 5 and 6, SFL's authors') live in `presets.py`; which
+The presets (the minimax report's Tables 5 and 6, SFL's and NCC's authors') live in `presets.py`; which
 configs are samples of one experiment, in `experiments.py`.
 """
 
@@ -35,6 +35,7 @@ from minimax.config.release import is_release_config, release_options
 from minimax.runners.paired import TeacherConfig
 from minimax.runners.plr_family import CurriculumConfig
 from minimax.runners.sfl import SFLConfig
+from minimax.runners.ncc import NCCConfig
 from minimax.core.files import write_atomically
 
 PresetName = Literal[tuple(PRESET_OPTIONS)]  # type: ignore[valid-type]  (follows config/presets.py)
@@ -46,8 +47,8 @@ def _group(cls):
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    """Train a student with an autocurriculum (domain randomisation, PLR, ACCEL, PAIRED, SFL) on a UED environment
-    (AMaze by default)."""
+    """Train a student with an autocurriculum (domain randomisation, PLR, ACCEL, PAIRED, SFL, NCC) on a UED
+    environment (AMaze by default)."""
 
     # ---------------------------------------------------------------- run
     preset: PresetName = "dr"
@@ -55,7 +56,7 @@ class TrainConfig:
     method: str = "dr"
     """Autocurriculum, by registered name: dr (domain randomisation), plr, robust_plr, parallel_plr, accel,
     parallel_accel, paired, pop_paired (population PAIRED), minimax_adversary, sfl (Sampling For Learnability),
-    or one registered with minimax.runners.register_method."""
+    ncc (a learned replay distribution), or one registered with minimax.runners.register_method."""
     seed: int = 0
     """Random seed: the same seed and config give the same run, number for number (on one backend)."""
     seeds: str = ""
@@ -126,6 +127,8 @@ class TrainConfig:
     """The learned teacher of paired, pop_paired and minimax_adversary (minimax.runners.paired.TeacherConfig)."""
     sfl: SFLConfig = _group(SFLConfig)
     """Sampling For Learnability's level sampling and training set (minimax.runners.sfl.SFLConfig)."""
+    ncc: NCCConfig = _group(NCCConfig)
+    """NCC's level buffer and learned replay distribution (minimax.runners.ncc.NCCConfig)."""
 
     def __post_init__(self):
         raise_problems(problems(self))
@@ -261,7 +264,7 @@ step's gradient-free search, from before a PLR-family step became one cycle."""
 
 GROUPS: dict[str, type] = {"env": EnvConfig, "model": ModelConfig, "ppo": PPOConfig, "eval": EvalConfig,
                            "buffer": BufferConfig, "curriculum": CurriculumConfig, "teacher": TeacherConfig,
-                           "sfl": SFLConfig}
+                           "sfl": SFLConfig, "ncc": NCCConfig}
 
 
 OPTIONS, OPTION_TYPES = option_table(TrainConfig, GROUPS)

@@ -25,8 +25,8 @@ RUNNER_COUNTS = ("episodes", "env_steps", "gradient_updates", "cycles")
 """The counters every runner reports."""
 
 COUNTS = RUNNER_COUNTS + ("refresh_env_steps",)
-"""Counters: summed, never averaged (`refresh_env_steps`: the env steps of SFL's sampling passes, not
-counted in `env_steps`, as SFL's authors count its budget)."""
+"""Counters: summed, never averaged (`refresh_env_steps`: the env steps of SFL's sampling passes and NCC's
+scoring passes, not counted in `env_steps`, as their authors count the budget)."""
 
 RUN_TOTALS = ("cycles", "env_steps", "gradient_updates")
 """Per-seed run totals the logs report (and checkpoints keep): rollout cycles, simulated steps, PPO updates."""

@@ -5,7 +5,7 @@ One module per method: `dr`, `plr`, `robust_plr`, `accel`, `parallel_plr`, `para
 the PLR family's shared pieces are in `plr_family` (and `plr_method`: a PLR runner as a method);
 `paired` runs every learned-teacher method (PAIRED, population PAIRED, the minimax adversary: one
 runner, three teacher rewards); `sfl` samples levels and trains on the most learnable (Sampling
-For Learnability). Importing this package registers them all.
+For Learnability); `ncc` learns a replay distribution over a level buffer (NCC). Importing this package registers them all.
 """
 
 from collections.abc import Mapping
@@ -19,6 +19,7 @@ from minimax.runners.accel import ACCELRunner
 from minimax.runners.parallel_accel import ParallelACCELRunner
 from minimax.runners.paired import PAIREDRunner, PAIREDState, TeacherConfig
 from minimax.runners.sfl import SFLConfig, SFLRunner, SFLState
+from minimax.runners.ncc import NCCConfig, NCCRunner, NCCState
 from minimax.runners.base import Runner
 from minimax.runners.plr_family import CurriculumConfig, PLRFamilyRunner, PLRState
 from minimax.runners.plr_method import MUTATION_READS, PLR_READS, REPLAY_PROB, plr_builder, plr_method
@@ -44,7 +45,7 @@ class _Runners(Mapping):
 RUNNERS: Mapping[str, type] = _Runners()
 """Every method's runner class, by `--method` name (kept for scripts; the registry is `get_method`)."""
 
-__all__ = ["ACCELRunner", "BuildParts", "CurriculumConfig", "DRRunner", "DRState", "MUTATION_READS", "Method",
+__all__ = ["ACCELRunner", "BuildParts", "CurriculumConfig", "DRRunner", "DRState", "MUTATION_READS", "Method", "NCCConfig", "NCCRunner", "NCCState",
            "PAIREDRunner", "PAIREDState", "PLRFamilyRunner", "PLRRunner", "PLRState", "PLR_READS", "REPLAY_PROB",
            "ParallelACCELRunner", "ParallelPLRRunner", "RUNNERS", "RobustPLRRunner", "Runner", "SFLConfig",
            "SFLRunner", "SFLState", "TeacherConfig", "get_method", "method_names", "plr_builder", "plr_method",

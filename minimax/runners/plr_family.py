@@ -54,7 +54,7 @@ from minimax.curricula.training_set import (REPLAY_SCHEDULES, TrainingSet, draw_
 from minimax.core.metrics import level_metric_sums, mean_sums, reduce_over_devices
 from minimax.core.options import check
 from minimax.core.parallel import NO_SHARD, Shard
-from minimax.runners.rollout import Rollout, episode_metrics, play_levels, ppo_batch
+from minimax.runners.rollout import Rollout, episode_metrics, play_levels, ppo_batch, regret_metrics
 
 MutationCriterion = Literal["batch", "easy", "hard"]
 MUTATION_CRITERIA: tuple[str, ...] = typing.get_args(MutationCriterion)
@@ -326,8 +326,7 @@ class PLRFamilyRunner:
         if self.level_metrics is not None:
             out.update(level_metric_sums(group, jax.vmap(self.level_metrics)(levels), w))
         if optimal is not None:  # the true regret of the group's completed episodes
-            gap = jnp.where(rollout.dones, optimal[None, :] - rollout.episode_returns, 0.0)
-            out.update(mean_sums(f"{group}/regret", gap.sum(), ep["episodes"], w))
+            out.update(regret_metrics(group, optimal, rollout, w))
         return {k: jnp.asarray(v, jnp.float32) for k, v in out.items()}
 
     def mutate(self, key, levels, scores, parent_mutations):

@@ -17,6 +17,7 @@ from flax import struct
 from minimax.agents.distributions import sample_per_element
 from minimax.agents.ppo import PPOBatch, PPOConfig, compute_gae
 from minimax.envs.wrappers import ReplayAutoReset
+from minimax.core.metrics import mean_sums
 from minimax.core.parallel import NO_SHARD, Shard
 
 
@@ -217,6 +218,14 @@ def episode_metrics(rollout: Rollout) -> dict:
         "episode_length_sum": jnp.sum(rollout.episode_lengths, dtype=jnp.int32),
         **{f"{name}_sum": jnp.sum(value) for name, value in rollout.episode_stats.items()},
     }
+
+
+def regret_metrics(group: str, optimal, rollout: Rollout, weight=1.0) -> dict:
+    """`{group}/regret` (sum and count): the true regret of the rollout's completed episodes, the
+    level's optimal return (`optimal: float32[N]`, the environment's `level_facts`) minus the
+    episode's return, averaged over episodes."""
+    gap = jnp.where(rollout.dones, optimal[None, :] - rollout.episode_returns, 0.0)
+    return mean_sums(f"{group}/regret", gap.sum(), rollout.dones.sum(), weight)
 
 
 def env_slice(batch: PPOBatch, start: int, stop: int) -> PPOBatch:
