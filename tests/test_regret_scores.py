@@ -83,6 +83,45 @@ def test_plr_scores_levels_by_their_true_regret(method):
     assert "new/regret_sum" in step_metrics and "replay/regret_sum" in step_metrics
 
 
+def test_dr_reports_each_finished_episodes_own_level_optimum():
+    """DR changes level at every episode end: the optimum a finished episode reports is its own
+    level's (computed once per generated level), and `new/regret` is that minus its return."""
+    runner = build_runner(TrainConfig.from_options(method="dr", **{**SMALL, "score_function": "maxmc"}))
+    state = jax.jit(runner.init)(jax.random.key(0))
+    auto, params = runner.auto_reset, runner.env_params
+
+    @jax.jit
+    def steps(env_state):
+        def one(c, key):
+            levels = c.env_state.level
+            actions = jax.random.randint(key, (runner.num_envs,), 0, 3)
+            _, c, _, done, info = auto.step(key, c, actions, params)
+            return c, (done, info["episode_stats"]["optimal_return"], jax.vmap(optimal_return, in_axes=(0, None))(
+                levels, params.max_steps))
+        return jax.lax.scan(one, env_state, jax.random.split(jax.random.key(4), 64))[1]
+
+    done, reported, truth = jax.device_get(steps(state.stream.env_state))
+    assert done.sum() >= 8
+    np.testing.assert_allclose(reported[done], truth[done], atol=1e-6)
+    m = {k: float(v) for k, v in jax.jit(runner.step)(state)[1].items()}
+    assert m["new/regret_count"] == m["episodes"]
+    assert m["new/regret_sum"] == pytest.approx(m["optimal_return_sum"] - m["episode_return_sum"], abs=1e-5)
+
+
+@pytest.mark.parametrize("method, groups", [("sfl", ("new", "set")), ("paired", ("teacher",))])
+def test_sfl_and_the_teachers_log_the_true_regret_of_their_levels(method, groups):
+    options = dict(SMALL, method=method, score_function="maxmc")
+    options.update(dict(sfl_batches=1, sfl_batch_levels=8, sfl_rollout_steps=32, sfl_set_size=4) if method == "sfl"
+                   else dict(teacher_n_walls=3))
+    runner = build_runner(TrainConfig.from_options(**{k: v for k, v in options.items()
+                                                      if k not in ("buffer_size", "min_fill_ratio")}))
+    m = {k: float(v) for k, v in jax.jit(runner.step)(jax.jit(runner.init)(jax.random.key(0)))[1].items()}
+    assert sum(m[f"{g}/regret_count"] for g in groups) == m["episodes"] > 0
+    for g in groups:
+        mean = m[f"{g}/regret_sum"] / max(m[f"{g}/regret_count"], 1)
+        assert -1e-6 <= mean <= 1.0
+
+
 # ---- MNA (DEGen, issue 46 part 2) against a transcription of the authors' code --------------------------
 
 def ref_clipped_gae(gamma, lam, last_value, values, rewards, dones):

@@ -117,6 +117,8 @@ class GenerateState:
     pool: Any
     pool_used: jax.Array
     pool_key: jax.Array
+    pool_optimal: Any = None   # float32[pool]: each pool level's optimal return (with `optimum`), else None
+    optimal: Any = None        # float32[N]: the optimal return of each env's current level, likewise
 
 
 class GenerateAutoReset(Wrapper):
@@ -139,10 +141,15 @@ class GenerateAutoReset(Wrapper):
     `num_envs` is this slice's envs; the pool is the global batch's, replicated on every
     slice, and a slice's finished envs take the pool slots after those of the slices before
     it, so every env gets the level it would get in one undivided batch.
+
+    `optimum(levels, params) -> float32[n]` (optional; the environment's `level_facts`): each
+    level's optimal return, computed once per generated level with the pool, so that every
+    finished episode reports its level's optimum as `info["episode_stats"]["optimal_return"]`
+    (the true regret of a DR episode is that minus its return).
     """
 
     def __init__(self, env: Environment, generator: Callable, num_envs: int,
-                 pool_size: int | None = None, part: BatchPart = WHOLE_BATCH):
+                 pool_size: int | None = None, part: BatchPart = WHOLE_BATCH, optimum: Callable | None = None):
         if int(num_envs) < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         pool_size = int(num_envs * part.size if pool_size is None else pool_size)
@@ -154,13 +161,19 @@ class GenerateAutoReset(Wrapper):
         self.num_envs = int(num_envs)
         self.pool_size = pool_size
         self.part = part
+        self.optimum = optimum
 
     def _generate(self, key, n):
         return jax.vmap(self.generator)(jax.random.split(key, n))
 
     def _generate_starts(self, key, n, params):
-        """Initial states of `n` fresh levels (derived state is built once per level)."""
-        return jax.vmap(self.env.init_state, in_axes=(0, None))(self._generate(key, n), params)
+        """Initial states of `n` fresh levels (derived state is built once per level) and their
+        optimal returns (None without `optimum`)."""
+        levels = self._generate(key, n)
+        return jax.vmap(self.env.init_state, in_axes=(0, None))(levels, params), self._optimal(levels, params)
+
+    def _optimal(self, levels, params):
+        return None if self.optimum is None else jnp.asarray(self.optimum(levels, params), jnp.float32)
 
     def reset(self, key, params):
         key_levels, key_pool = jax.random.split(key)
@@ -172,8 +185,9 @@ class GenerateAutoReset(Wrapper):
         """Start every env on the given batch of levels; later episodes are generated."""
         key_pool, key_next = jax.random.split(key)
         env_state = jax.vmap(self.env.init_state, in_axes=(0, None))(levels, params)
-        pool = self._generate_starts(key_pool, self.pool_size, params)
-        state = GenerateState(env_state, pool, jnp.zeros((), jnp.int32), key_next)
+        pool, pool_optimal = self._generate_starts(key_pool, self.pool_size, params)
+        state = GenerateState(env_state, pool, jnp.zeros((), jnp.int32), key_next, pool_optimal,
+                              self._optimal(levels, params))
         return jax.vmap(self.env.get_obs, in_axes=(0, None))(env_state, params), state
 
     def step(self, key, state: GenerateState, actions, params):
@@ -184,16 +198,17 @@ class GenerateAutoReset(Wrapper):
         n_done = self.part.sum(n_local)  # finished this step, over every device
 
         def needs_refill(carry):
-            _, used, _ = carry
+            _, _, used, _ = carry
             return self.pool_size - used < n_done
 
         def refill(carry):
-            _, _, pool_key = carry
+            pool_key = carry[-1]
             pool_key, gen_key = jax.random.split(pool_key)
-            return self._generate_starts(gen_key, self.pool_size, params), jnp.zeros((), jnp.int32), pool_key
+            pool, pool_optimal = self._generate_starts(gen_key, self.pool_size, params)
+            return pool, pool_optimal, jnp.zeros((), jnp.int32), pool_key
 
-        pool, used, pool_key = jax.lax.while_loop(
-            needs_refill, refill, (state.pool, state.pool_used, state.pool_key))
+        pool, pool_optimal, used, pool_key = jax.lax.while_loop(
+            needs_refill, refill, (state.pool, state.pool_optimal, state.pool_used, state.pool_key))
 
         # The k-th env to finish this step takes pool[used + k].
         first = used + self.part.offset(n_local)
@@ -201,5 +216,9 @@ class GenerateAutoReset(Wrapper):
         fresh = jax.tree.map(lambda x: x[slot], pool)
         env_state = tree_select(done, fresh, env_state)
         obs = jax.vmap(self.env.get_obs, in_axes=(0, None))(env_state, params)
-        state = GenerateState(env_state, pool, used + n_done, pool_key)
+        optimal = state.optimal
+        if optimal is not None:  # the finished episodes' levels' optimum, then the fresh levels'
+            info = {**info, "episode_stats": {**info.get("episode_stats", {}), "optimal_return": optimal}}
+            optimal = jnp.where(done, pool_optimal[slot], optimal)
+        state = GenerateState(env_state, pool, used + n_done, pool_key, pool_optimal, optimal)
         return obs, state, reward, done, info

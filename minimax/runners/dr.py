@@ -18,7 +18,7 @@ every device.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -29,7 +29,8 @@ from minimax.agents.ppo import PPOConfig, create_train_state, ppo_update
 from minimax.envs.wrappers import GenerateAutoReset
 from minimax.core.metrics import reduce_over_devices
 from minimax.core.parallel import NO_SHARD, Shard
-from minimax.runners.rollout import EnvStream, collect_rollout, episode_metrics, ppo_batch, start_stream
+from minimax.runners.rollout import (EnvStream, collect_rollout, episode_metrics, ppo_batch, regret_metrics,
+                                     start_stream)
 from minimax.runners.registry import Method, register_method
 
 
@@ -47,14 +48,15 @@ class DRRunner:
     """Every step makes a gradient update (a unit of the update budget is one step, `budget.py`)."""
 
     def __init__(self, env, env_params, generator, model, ppo: PPOConfig, num_envs: int, num_steps: int,
-                 shard: Shard = NO_SHARD, restart_each_update: bool = False):
+                 shard: Shard = NO_SHARD, restart_each_update: bool = False, level_facts: Callable | None = None):
         if num_envs % shard.size:
             raise ValueError(f"num_envs ({num_envs}) must be divisible by the device count ({shard.size})")
         self.env, self.env_params, self.model, self.ppo, self.shard = env, env_params, model, ppo, shard
         self.num_envs, self.num_steps = int(num_envs), int(num_steps)
         self.local_envs = self.num_envs // shard.size
         self.restart_each_update = bool(restart_each_update)
-        self.auto_reset = GenerateAutoReset(env, generator, self.local_envs, part=shard)
+        optimum = None if level_facts is None else (lambda levels, params: level_facts(levels, params)[0])
+        self.auto_reset = GenerateAutoReset(env, generator, self.local_envs, part=shard, optimum=optimum)
 
     @property
     def local_fields(self) -> tuple[str, ...]:
@@ -98,7 +100,7 @@ class DRRunner:
                                           self.num_steps, self.shard, self.ppo.unroll)
         batch = ppo_batch(rollout, self.ppo)
         ts, metrics = ppo_update(k_update, ts, batch, self.ppo, self.shard)
-        metrics.update(reduce_over_devices(episode_metrics(rollout), self.shard))
+        metrics.update(reduce_over_devices(self.episode_metrics(rollout), self.shard))
         metrics["env_steps"] = jnp.asarray(self.env_steps_per_update, jnp.int32)
         metrics["gradient_updates"] = jnp.ones((), jnp.int32)
         metrics["cycles"] = jnp.ones((), jnp.int32)
@@ -106,7 +108,19 @@ class DRRunner:
         return state, metrics
 
 
+    @staticmethod
+    def episode_metrics(rollout) -> dict:
+        """The rollout's episodes; where the environment knows each level's optimum (`level_facts`),
+        also `new/regret`, the true regret of the finished episodes (each on its own fresh level)."""
+        out = episode_metrics(rollout)
+        optimal = rollout.episode_stats.get("optimal_return")
+        if optimal is not None:
+            out.update(regret_metrics("new", optimal, rollout))
+        return out
+
+
 register_method(Method(
     "dr", summary="domain randomisation: a fresh level from the generator for every episode", runner=DRRunner,
     reads=("dr_restart_each_update",), trains_every_cycle=True,
-    build=lambda parts: DRRunner(*parts.args, shard=parts.shard, restart_each_update=parts.cfg.env.dr_restart_each_update)))
+    build=lambda parts: DRRunner(*parts.args, shard=parts.shard, restart_each_update=parts.cfg.env.dr_restart_each_update,
+                                 level_facts=parts.spec.level_facts)))

@@ -52,7 +52,7 @@ from minimax.core.parallel import NO_SHARD, Shard
 from minimax.models.s5 import s5_shape_problem
 from minimax.runners.design import design_levels, with_final_reward
 from minimax.runners.registry import Method, register_method
-from minimax.runners.rollout import Rollout, episode_metrics, play_levels, ppo_batch
+from minimax.runners.rollout import Rollout, episode_metrics, play_levels, ppo_batch, regret_metrics
 
 TeacherScore = Literal[tuple(TEACHER_SCORES)]
 
@@ -201,7 +201,8 @@ class PAIREDRunner:
 
     def __init__(self, env, env_params, teacher_env, teacher_params, model, teacher_model, ppo: PPOConfig,
                  teacher_ppo: PPOConfig, num_envs: int, num_steps: int, n_students: int = 2,
-                 score: str = "relative_regret", level_metrics: Callable | None = None, shard: Shard = NO_SHARD):
+                 score: str = "relative_regret", level_metrics: Callable | None = None, shard: Shard = NO_SHARD,
+                 level_facts: Callable | None = None):
         problem = population_problem(score, n_students) if score in TEACHER_SCORES else \
             f"unknown teacher score {score!r}; choose from {', '.join(TEACHER_SCORES)}"
         if problem:
@@ -214,6 +215,7 @@ class PAIREDRunner:
         self.env, self.env_params, self.model, self.ppo = env, env_params, model, ppo
         self.teacher_env, self.teacher_params, self.teacher_model = teacher_env, teacher_params, teacher_model
         self.teacher_ppo, self.score, self.level_metrics, self.shard = teacher_ppo, score, level_metrics, shard
+        self.level_facts = level_facts
         self.num_envs, self.num_steps, self.n_students = int(num_envs), int(num_steps), int(n_students)
         self.n = self.num_envs // shard.size  # levels designed and played on this device
 
@@ -280,7 +282,8 @@ class PAIREDRunner:
     def round_metrics(self, r: Round, student_stats: dict, teacher_stats: dict) -> dict:
         """The protagonist's episodes and PPO statistics under the plain names (`train/return`,
         `entropy`), every student's as `student<i>/...`, the teacher's as `teacher/...`, and the
-        designed levels' statistics (`teacher/n_walls`, `teacher/shortest_path`, `teacher/solvable`)."""
+        designed levels' statistics (`teacher/n_walls`, `teacher/shortest_path`, `teacher/solvable`, and
+        `teacher/regret`: the protagonist's true regret on them, where the environment knows the optimum)."""
         per_student = jax.vmap(episode_metrics)(r.students)
         out = {k: v[self.evaluated_agent] for k, v in per_student.items()}
         out.update({k: v[self.evaluated_agent] for k, v in student_stats.items()})
@@ -294,6 +297,9 @@ class PAIREDRunner:
         out["teacher/return_sum"] = r.scores.sum()  # the score is the design episode's return
         if self.level_metrics is not None:
             out.update(level_metric_sums("teacher", jax.vmap(self.level_metrics)(r.levels)))
+        if self.level_facts is not None:  # the evaluated student's true regret on the designed levels
+            protagonist = jax.tree.map(lambda x: x[self.evaluated_agent], r.students)
+            out.update(regret_metrics("teacher", self.level_facts(r.levels, self.env_params)[0], protagonist))
         metrics = reduce_over_devices(out, self.shard)
         metrics["env_steps"] = jnp.asarray(self.env_steps_per_update, jnp.int32)
         metrics["gradient_updates"] = jnp.ones((), jnp.int32)
@@ -308,7 +314,7 @@ def _build(parts):
     return PAIREDRunner(env, env_params, teacher.env, teacher.make_params(cfg), model, teacher.make_model(cfg),
                         students, cfg.teacher.ppo(students, cfg.num_updates), num_envs, num_steps,
                         n_students=cfg.teacher.students_for(cfg.method), score=cfg.teacher.score_for(cfg.method),
-                        level_metrics=parts.spec.level_metrics, shard=parts.shard)
+                        level_metrics=parts.spec.level_metrics, shard=parts.shard, level_facts=parts.spec.level_facts)
 
 
 for _name, _summary in (("paired", "PAIRED: a teacher paid the protagonist-antagonist regret designs the levels"),

@@ -220,12 +220,15 @@ def episode_metrics(rollout: Rollout) -> dict:
     }
 
 
-def regret_metrics(group: str, optimal, rollout: Rollout, weight=1.0) -> dict:
+def regret_metrics(group: str, optimal, rollout: Rollout, weight=1.0, member=None) -> dict:
     """`{group}/regret` (sum and count): the true regret of the rollout's completed episodes, the
-    level's optimal return (`optimal: float32[N]`, the environment's `level_facts`) minus the
-    episode's return, averaged over episodes."""
-    gap = jnp.where(rollout.dones, optimal[None, :] - rollout.episode_returns, 0.0)
-    return mean_sums(f"{group}/regret", gap.sum(), rollout.dones.sum(), weight)
+    level's optimal return (the environment's `level_facts`: `float32[N]` for levels fixed over the
+    rollout, `[T, N]` per finished episode) minus the episode's return, averaged over episodes;
+    `member: bool[N]` keeps the group's envs only."""
+    optimal = optimal if optimal.ndim == 2 else optimal[None, :]
+    done = rollout.dones if member is None else rollout.dones & member[None, :]
+    gap = jnp.where(done, optimal - rollout.episode_returns, 0.0)
+    return mean_sums(f"{group}/regret", gap.sum(), done.sum(), weight)
 
 
 def env_slice(batch: PPOBatch, start: int, stop: int) -> PPOBatch:

@@ -40,7 +40,7 @@ from minimax.envs.wrappers import tree_select
 from minimax.core.metrics import level_metric_sums, mean_sums, reduce_over_devices
 from minimax.core.options import check
 from minimax.core.parallel import NO_SHARD, Shard
-from minimax.runners.rollout import count_outcomes, episode_metrics, play_levels, ppo_batch
+from minimax.runners.rollout import count_outcomes, episode_metrics, play_levels, ppo_batch, regret_metrics
 from minimax.runners.registry import Method, register_method
 
 
@@ -233,9 +233,11 @@ class SFLRunner:
         return state, metrics
 
     def group_metrics(self, levels, rollout) -> dict:
-        """Return and solved rate of the envs on fresh levels (`new/`) and on set levels (`set/`)."""
+        """Return, solved rate and (where the environment knows the optimum) true regret of the envs on
+        fresh levels (`new/`) and on set levels (`set/`)."""
         from_set = self.from_set()
         per_level = {} if self.level_metrics is None else jax.vmap(self.level_metrics)(levels)
+        optimal = None if self.level_facts is None else self.level_facts(levels, self.env_params)[0]
         out = {}
         for group, member in (("new", ~from_set), ("set", from_set)):
             w = member[None, :]
@@ -243,6 +245,8 @@ class SFLRunner:
             out[f"{group}/count"] = member.sum(dtype=jnp.int32)
             out.update(mean_sums(f"{group}/return", jnp.where(done, rollout.episode_returns, 0.0).sum(), done.sum()))
             out.update(mean_sums(f"{group}/solved_rate", (rollout.solved & w).sum(), done.sum()))
+            if optimal is not None:
+                out.update(regret_metrics(group, optimal, rollout, member=member))
             if per_level:  # NaN: not in this group (left out of its means)
                 out.update(level_metric_sums(group, {k: jnp.where(member, jnp.asarray(v, jnp.float32), jnp.nan)
                                                      for k, v in per_level.items()}))
