@@ -134,6 +134,15 @@ def main(out_dir):
     out["paired_seed_diff"] = [max_param_diff(jax.tree.map(lambda x, i=i: x[i], agents(both)), agents(alone))
                                for i, alone in enumerate((ref, seed1))]
 
+    # NCC (a replicated buffer, its scoring passes split over devices): one update on 1 and 2 devices.
+    ncc = TrainConfig.from_options(**TINY, method="ncc", ncc_buffer_size=8, ncc_attempts=2, ncc_attempt_steps=32)
+    init, ref, _ = one_update(ncc.replace(devices=1))
+    _, two, _ = one_update(ncc.replace(devices=2))
+    out["ncc"] = {"change": max_param_diff(ref.train_state.params, init.train_state.params),
+                  "param_diff": max_param_diff(two.train_state.params, ref.train_state.params),
+                  "y_diff": float(np.max(np.abs(np.asarray(two.buffer.y) - np.asarray(ref.buffer.y)))),
+                  "scores_equal": bool(np.array_equal(two.buffer.scores, ref.buffer.scores))}
+
     # 4. Bad layouts fail at once, naming what to change.
     out["errors"] = {}
     for name, overrides in (("batch", dict(num_envs=6, n_minibatches=1, devices=4)), ("too_many", dict(devices=8)),

@@ -153,6 +153,14 @@ def test_one_dr_update_gives_the_same_parameters_on_1_2_and_4_devices(checks):
     np.testing.assert_allclose([out["dr_loss"][d] for d in ("2", "4")], out["dr_loss"]["1"], rtol=1e-4, atol=1e-6)
 
 
+def test_ncc_scores_its_buffer_on_several_devices_with_the_same_result(checks):
+    out, _ = checks
+    ncc = out["ncc"]
+    assert ncc["change"] > 1e-3 and ncc["param_diff"] < 1e-6, ncc
+    # Every attempt is played with the same per-env keys on 1 or 2 devices: the same successes.
+    assert ncc["scores_equal"] and ncc["y_diff"] < 1e-6, ncc
+
+
 def test_plr_per_device_buffers_hold_only_their_own_devices_levels(checks):
     out, _ = checks
     per_device = out["plr_per_device"]
