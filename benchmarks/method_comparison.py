@@ -89,6 +89,33 @@ def training_report(runs: dict[str, Path], window: int) -> list[str]:
     return lines
 
 
+def window_regret(rows: list[dict], lo: int, hi: int) -> float | None:
+    """Mean true regret of the training episodes of rows with lo < update <= hi, over every group
+    that logs one (`new/`, `replay/`, `mutated/`, `set/`, `teacher/`): each group's mean weighted by
+    its level count (`<group>/count`; DR's `new/` group has none: its episodes)."""
+    total = weight = 0.0
+    for r in rows:
+        if lo < r["update"] <= hi:
+            for key, value in r.items():
+                if key.endswith("/regret") and value is not None and np.isfinite(value):
+                    w = r.get(key[: -len("regret")] + "count") or r.get("episodes") or 0
+                    total, weight = total + value * w, weight + w
+    return total / weight if weight else None
+
+
+def regret_report(runs: dict[str, Path], window: int) -> list[str]:
+    """Per window of updates, the true regret (the level's optimum minus the episode's return) of
+    every training episode, where the environment knows the optimum (AMaze)."""
+    seeds = {name: per_seed(read_rows(path)) for name, path in runs.items()}
+    last = max(r["update"] for s in seeds.values() for rows in s.values() for r in rows)
+    lines = ["| updates | " + " | ".join(runs) + " |", "|---|" + "---|" * len(runs)]
+    for lo in range(0, last, window):
+        hi = min(lo + window, last)
+        lines.append(f"| {lo + 1}-{hi} | " + " | ".join(
+            cell([window_regret(rows, lo, hi) for rows in seeds[name].values()]) for name in runs) + " |")
+    return lines
+
+
 def eval_report(results_files: list[Path], runs: dict[str, Path]) -> list[str]:
     """`evaluate.py`'s summaries: one row per experiment group and evaluation, found by the runs it
     holds, with the checkpoint evaluated and the env steps each seed had spent by then (its log)."""
@@ -138,6 +165,9 @@ def main(argv=None):
         lines += ["Held out (evaluate.py; mean ± 95% CI across seeds):", "", *eval_report(a.eval, runs), ""]
     lines += ["Training episodes on freshly generated levels, solved rate per window (episode-weighted: compare "
               "along a column, not across; see the module docstring):", "", *training_report(runs, a.window)]
+    lines += ["", "True regret of the training episodes per window (the level's optimum minus the episode's return, "
+              "every group; the curriculum's own levels, so a low value can mean easy levels):", "",
+              *regret_report(runs, a.window)]
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:

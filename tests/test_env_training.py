@@ -66,6 +66,18 @@ def test_cartpole_robust_plr_scores_levels_by_their_outcome(tmp_path):
               "--out-dir", str(tmp_path), "--no-progress"])
 
 
+def test_cartpole_robust_plr_with_mna_trains_and_resumes_exactly(tmp_path):
+    """MNA on another JAX environment than AMaze: its scores fill the buffer, and the run resumes exactly."""
+    cfg = tiny(tmp_path / "a", **{**CLASSIC, "eval_every": 0}, env="cartpole", method="robust_plr",
+               score_function="mna", run_name="mna")
+    train(cfg)
+    rows = read_rows(cfg.run_dir)
+    assert rows[-1]["buffer/size"] > 0 and np.isfinite(rows[-1]["buffer/mean_score"])
+    train(cfg.replace(out_dir=str(tmp_path / "b"), num_updates=4))
+    main(["--resume", "--num-updates", "8", "--out-dir", str(tmp_path / "b"), "--run-name", "mna", "--no-progress"])
+    assert without_timing(read_rows(tmp_path / "b" / "mna")) == without_timing(rows)
+
+
 def test_craftax_accel_replays_and_mutates_worlds(tmp_path):
     pytest.importorskip("craftax")
     cfg = tiny(tmp_path, **{**CLASSIC, "num_envs": 4, "num_steps": 8, "max_episode_steps": 6, "eval_every": 0,
