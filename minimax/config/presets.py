@@ -92,7 +92,7 @@ NCC_MAZE = dict(preset="ncc", method="ncc", num_updates=4500, num_envs=256, num_
                 anneal_lr=True, optimizer="ti_ada", gamma=0.995, gae_lambda=0.98, n_epochs=1, n_minibatches=1,
                 clip_eps=0.2, clip_value=True, entropy_coef=0.001, value_coef=0.5, max_grad_norm=0.25, adam_eps=1e-5,
                 n_walls=60, maze_height=13, maze_width=13, agent_view_size=5, normalize_obs=True,
-                recurrent_cell="lstm", recurrent_size=256, eval_every=100, eval_episodes=5, checkpoint_every=1000,
+                recurrent_cell="lstm", recurrent_size=256, eval_every=100, eval_episodes=10, checkpoint_every=1000,
                 ncc_buffer_size=4000, ncc_attempts=5, ncc_attempt_steps=256, ncc_score="learnability",
                 ncc_meta_lr=0.1, ncc_meta_reg=0.05, ncc_meta_trunc=1e-5)
 """NCC's authors' MiniGrid maze run (nmonette/NCC-UED, `minigrid/train/config/minigrid-ncc.yaml` with

@@ -122,5 +122,6 @@ class DRRunner:
 register_method(Method(
     "dr", summary="domain randomisation: a fresh level from the generator for every episode", runner=DRRunner,
     reads=("dr_restart_each_update",), trains_every_cycle=True,
-    build=lambda parts: DRRunner(*parts.args, shard=parts.shard, restart_each_update=parts.cfg.env.dr_restart_each_update,
+    build=lambda parts: DRRunner(*parts.args, shard=parts.shard,
+                                 restart_each_update=parts.cfg.env.dr_restart_each_update,
                                  level_facts=parts.spec.level_facts)))

@@ -20,8 +20,9 @@ One cycle (one `step`), as the authors' `train_step`:
    level, and one PPO update.
 
 The scoring passes are not counted in `env_steps` (as SFL's sampling pass): they are logged as
-`refresh_env_steps` (the name SFL's sampling passes log under). With K = 4,000 and 5 attempts of 256 steps, they are 78x the training steps of
-a 256 x 256 rollout; a CPU run needs a small `--ncc-buffer-size`.
+`refresh_env_steps` (the name SFL's sampling passes log under). With K = 4,000 and 5 attempts of
+256 steps, they are 78x the training steps of a 256 x 256 rollout; a CPU run needs a small
+`--ncc-buffer-size`.
 
 Where we differ from their code (docs/methods.md): NCC-Reg's regret uses undiscounted first-episode
 returns and the undiscounted optimum (theirs: the discounted return of the whole attempt, which can
@@ -66,7 +67,8 @@ class NCCConfig:
     ncc_attempts: int = 5
     """Independent attempts per level when scoring it (the authors' EVAL_NUM_ATTEMPTS)."""
     ncc_attempt_steps: int = 256
-    """Steps of one scoring attempt (the authors: their rollout length, 256), the level restarted when an episode ends."""
+    """Steps of one scoring attempt (the authors: their rollout length, 256); the level restarts when an episode
+    ends."""
     ncc_score: Literal["learnability", "oracle_regret"] = "learnability"
     """learnability: p (1 - p) over the attempts (NCC); oracle_regret: optimal return minus the attempts' mean return
     (NCC-Reg; the environment must know the optimum, as AMaze does)."""
