@@ -193,7 +193,7 @@ class NCCRunner:
     def init(self, key) -> NCCState:
         k_model, k_levels, k_run = jax.random.split(key, 3)
         levels = jax.vmap(self.generator)(jax.random.split(k_levels, self.cfg.ncc_buffer_size))
-        first = jax.tree.map(lambda x: x[: self.local_envs], levels)
+        first = jax.tree.map(lambda x: x[jnp.arange(self.local_envs) % self.cfg.ncc_buffer_size], levels)  # shapes
         state0 = jax.vmap(self.env.init_state, in_axes=(0, None))(first, self.env_params)
         obs = jax.vmap(self.env.get_obs, in_axes=(0, None))(state0, self.env_params)
         carry = self.model.initial_carry(self.local_envs)
