@@ -84,6 +84,12 @@ class Method:
         return tuple(self.device_splits(cfg)) if self.device_splits is not None else ()
 
 
+def episode_limit(cfg, spec) -> int | None:
+    """The run's episode step limit on training levels (None without an environment spec), for a
+    method's `problems` (SFL's and NCC's passes must cover an episode)."""
+    return spec.make_params(cfg.env).max_steps if spec is not None else None
+
+
 _METHODS: dict[str, Method] = {}
 
 
