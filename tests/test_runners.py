@@ -21,7 +21,7 @@ TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, n_acti
 
 
 ENV_METHODS = [("maze", m) for m in METHODS] + [
-    (env, m) for env in ("cartpole", "pendulum", "craftax") for m in METHODS
+    (env, m) for env in ("cartpole", "pendulum", "craftax", "jaxnav") for m in METHODS
     if m not in TEACHER_METHODS and not (m in ("sfl", "ncc") and env in ("pendulum", "craftax"))]
 # (no design MDP outside the maze; SFL's and NCC's learnability needs episodes that succeed or fail)
 
@@ -30,8 +30,8 @@ ENV_METHODS = [("maze", m) for m in METHODS] + [
 def test_every_runner_keeps_the_contract(env, method):
     """Every method on every environment: one runner code path, whatever the level pytree and the
     action space (pendulum's continuous torque)."""
-    if env == "craftax":
-        pytest.importorskip("craftax")
+    if env in ("craftax", "jaxnav"):
+        pytest.importorskip({"craftax": "craftax", "jaxnav": "jaxmarl"}[env])
     runner = build_runner(TrainConfig.from_options(method=method, env=env, **TINY))
     assert isinstance(runner, Runner)
     assert (runner.num_envs, runner.num_steps) == (4, 8) and runner.local_fields == ()

@@ -49,7 +49,13 @@ class EnvConfig:
     mutator: str = ""
     """ACCEL edit, one of the environment's mutators; empty = its first. maze: minimax (the default: nothing / flip
     a wall / move the goal) or four_edit (add, remove wall, move agent, goal); cartpole, pendulum: perturb;
-    craftax: tiles."""
+    craftax: tiles; jaxnav: flip_goal (nothing / add a wall / move the goal, SFL's)."""
+    nav_fill: float = 0.6
+    """JaxNav: generated maps wall off a uniform number of interior cells below this fraction (SFL's 0.6)."""
+    nav_valid_path_check: bool = False
+    """JaxNav: generated goals lie in the start's connected free region (SFL's test sets; its training does not)."""
+    nav_actions: Literal["continuous", "discrete"] = "continuous"
+    """JaxNav: continuous (target speed and turn rate, a Gaussian policy; SFL's) or discrete (jaxmarl's 15 pairs)."""
 
     def __post_init__(self):
         check(self, self._rules)
@@ -59,6 +65,8 @@ class EnvConfig:
             c.add(f"--env must be one of {', '.join(env_names())}, got {self.env_name!r}")
         c.positive("maze_height", "maze_width")
         c.non_negative("n_walls", "max_episode_steps")
+        if not 0.0 <= self.nav_fill < 1.0:
+            c.add(f"--nav-fill must be in [0, 1), got {self.nav_fill!r}")
         if c.problems:
             return
         h, w = self.maze_height, self.maze_width

@@ -42,23 +42,25 @@ class Discrete:
 
 @struct.dataclass
 class Box:
-    """Arrays of a fixed shape and dtype with elementwise bounds [low, high]."""
+    """Arrays of a fixed shape and dtype with elementwise bounds [low, high]: scalars, or tuples
+    of one bound per coordinate of a 1-D space (JaxNav's speed and turn rate)."""
 
-    low: float = struct.field(pytree_node=False)
-    high: float = struct.field(pytree_node=False)
+    low: float | tuple[float, ...] = struct.field(pytree_node=False)
+    high: float | tuple[float, ...] = struct.field(pytree_node=False)
     shape: tuple[int, ...] = struct.field(pytree_node=False)
     dtype: Any = struct.field(pytree_node=False, default=jnp.float32)
 
     def sample(self, key: jax.Array) -> jax.Array:
         if jnp.issubdtype(self.dtype, jnp.integer):
-            return jax.random.randint(key, self.shape, self.low, self.high + 1).astype(self.dtype)
-        return jax.random.uniform(key, self.shape, self.dtype, self.low, self.high)
+            return jax.random.randint(key, self.shape, jnp.asarray(self.low), jnp.asarray(self.high) + 1
+                                      ).astype(self.dtype)
+        return jax.random.uniform(key, self.shape, self.dtype, jnp.asarray(self.low), jnp.asarray(self.high))
 
     def contains(self, x) -> jax.Array:
         x = jnp.asarray(x)
         if x.shape != tuple(self.shape):
             return jnp.asarray(False)
-        return jnp.all((x >= self.low) & (x <= self.high))
+        return jnp.all((x >= jnp.asarray(self.low)) & (x <= jnp.asarray(self.high)))
 
 
 @struct.dataclass
