@@ -152,7 +152,8 @@ def test_cli_rejects_an_unknown_preset_and_resume_changes_that_alter_the_run(ref
     with pytest.raises(SystemExit):
         main(["--preset", "nope"])
     assert ("error: --preset must be one of dr, plr, accel, pplr, paccel, paired, pop_paired, minimax_adversary, "
-            "dr_s5, paired_s5, plr_s5, pplr_s5, accel_s5, paccel_s5, sfl, ncc, ncc_reg, got 'nope'") in capsys.readouterr().err
+            "dr_s5, paired_s5, plr_s5, pplr_s5, accel_s5, paccel_s5, sfl, ncc, ncc_reg, jaxnav_dr, jaxnav_plr, "
+            "jaxnav_sfl, got 'nope'") in capsys.readouterr().err
     with pytest.raises(ConfigError, match=r"--lr \(saved 0.003, given 0.1\)"):
         parse_config(["--resume", "--out-dir", reference_run.out_dir, "--run-name", "reference", "--lr", "0.1"])
     # Extending a run is allowed.
@@ -166,6 +167,10 @@ def test_the_cli_presets_are_the_config_presets():
     for name in PRESETS:
         cfg = parse_config(["--preset", name])
         assert cfg == PRESETS[name]
+        if name.startswith("jaxnav_"):  # SFL's JaxNav learner: its own env, suites and schedule
+            assert (cfg.env.env_name, env_params(cfg).max_steps, [m.name for m in eval_levels(cfg)][:2],
+                    cfg.eval.eval_every) == ("jaxnav", 500, ["BlankTest", "MiddleTest"], 50)
+            continue
         e = cfg.env
         # The step budget and the evaluation suite are the maze's own (0 and '': the environment's).
         assert (e.maze_height, e.maze_width, env_params(cfg).max_steps, e.normalize_obs) == (13, 13, 250, True)

@@ -109,8 +109,31 @@ NCC_REG_MAZE = {**NCC_MAZE, "preset": "ncc_reg", "ncc_score": "oracle_regret", "
 META_LR 0.005 and META_REG 0.032."""
 
 
+JAXNAV_DR = dict(preset="jaxnav_dr", method="dr", env="jaxnav", num_updates=2250, num_envs=256, num_steps=512,
+                 lr=2.5e-4, anneal_lr=True, gamma=0.99, gae_lambda=0.95, n_epochs=4, n_minibatches=4, clip_eps=0.04,
+                 clip_value=True, entropy_coef=0.0, value_coef=0.5, max_grad_norm=0.5, adam_eps=1e-5,
+                 recurrent_cell="gru", recurrent_size=512, mlp_hidden=512, eval_every=50, eval_episodes=10,
+                 checkpoint_every=250)
+"""SFL's authors' single-agent JaxNav learner (`amacrutherford/sampling-for-learnability`, `sfl/train/config/
+env/jaxnav.yaml` with `learning/ippo-jaxnav.yaml`): 256 envs x 512 steps, 4 epochs x 4 minibatches, clip 0.04,
+gamma 0.99, lambda 0.95, no entropy bonus, lr 2.5e-4 annealed, a 512-unit GRU; 3e8 steps (2,288 updates;
+2,250, the 45 blocks of 50 their loop runs). The environment's defaults are that config's (`envs/jaxnav`)."""
+
+JAXNAV_PLR = {**JAXNAV_DR, "preset": "jaxnav_plr", "method": "robust_plr", "buffer_size": 4000, "replay_prob": 0.5,
+              "score_function": "maxmc", "score_transform": "top_k", "top_k": 1, "temperature": 1.0,
+              "staleness_coef": 0.3, "min_fill_ratio": 1.0, "unique_levels": False}
+"""SFL's JaxNav PLR baseline (`ued/plr.yaml` there, robust as its `robust_plr_maxmc` runs): MaxMC, top-1
+prioritisation, staleness 0.3, a 4,000-level buffer filled before any replay, replay probability 0.5, no
+duplicate check."""
+
+JAXNAV_SFL = {**JAXNAV_DR, "preset": "jaxnav_sfl", "method": "sfl", "sfl_batches": 5, "sfl_batch_levels": 1000,
+              "sfl_rollout_steps": 1000, "sfl_set_size": 100, "sfl_refresh_every": 50, "sfl_set_fraction": 0.5}
+"""SFL on JaxNav (`jaxnav-sfl.yaml` there): 5 batches of 1,000 levels played 1,000 steps, the 100 most learnable
+kept, refreshed every 50 updates (their EVAL_FREQ block), 128 of the 256 envs on them."""
+
 PRESET_OPTIONS: dict[str, dict] = {**{name: _preset(name) for name in (*TABLE_5, *TABLE_6)}, "sfl": SFL_MAZE,
-                                   "ncc": NCC_MAZE, "ncc_reg": NCC_REG_MAZE}
+                                   "ncc": NCC_MAZE, "ncc_reg": NCC_REG_MAZE, "jaxnav_dr": JAXNAV_DR,
+                                   "jaxnav_plr": JAXNAV_PLR, "jaxnav_sfl": JAXNAV_SFL}
 """The methods' published maze configurations, by preset name: the minimax report's with an LSTM
 student (its Table 5; the learned-teacher presets share Table 5's PAIRED column) and with an S5
 student (its Table 6, `*_s5`; the S5 PAIRED teacher keeps Table 5's LSTM network, as the report

@@ -1,0 +1,124 @@
+"""JaxNav throughput: our wrapped env beside jaxmarl's own, same batch, steps and machine.
+
+Each mode runs `jit(scan(vmap(step)))` over each `--envs` batch for `--steps` steps with uniformly
+random (speed, turn rate) actions drawn before the timed region, and reduces every observation to a
+checksum (so XLA cannot skip computing it):
+
+- ours:     `ReplayAutoReset(JaxNavSingle())`, on done back to the start of the same level (PLR replay,
+            evaluation; the level's first observation is stored, so a reset costs no lidar sweep);
+- ours-gen: `GenerateAutoReset(JaxNavSingle(), make_nav_generator(params))`, on done a fresh level from
+            a pool generated only as episodes end (domain randomisation);
+- jaxmarl:  jaxmarl's `JaxNav.step`, whose auto-reset samples a fresh level (and its observation) on
+            every step and selects it where an episode ended;
+- jaxmarl-noreset: jaxmarl's `JaxNav.step_env`, no reset at all: the cost of its dynamics and lidar
+            alone, the floor that shows what our reset and bookkeeping add.
+
+    python benchmarks/jaxnav_throughput.py [--envs 32 1024 4096] [--steps 64] [--repeats 3] [--modes ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import jax.numpy as jnp
+from machine import cpu_model
+
+from minimax.envs.jaxnav import JaxNavSingle, NavParams, jaxnav_env, make_nav_generator
+from minimax.envs.jaxnav.env import known_warnings
+from minimax.envs.wrappers import GenerateAutoReset, ReplayAutoReset
+
+MODES = ("ours", "ours-gen", "jaxmarl", "jaxmarl-noreset")
+
+
+def build(mode: str, num_envs: int):
+    """`(init(key) -> state, rollout(state, key, actions) -> (state, key, checksum, dones))`, jitted."""
+    env, params = JaxNavSingle(), NavParams()
+    generator = make_nav_generator(params)
+    if mode == "ours":
+        wrapped = ReplayAutoReset(env)
+        step_one = jax.vmap(wrapped.step, in_axes=(0, 0, 0, None))
+
+        def init(key):
+            levels = jax.vmap(generator)(jax.random.split(key, num_envs))
+            return jax.vmap(env.init_state, in_axes=(0, None))(levels, params)
+
+        def step(key, state, actions):
+            return step_one(jax.random.split(key, num_envs), state, actions, params)
+    elif mode == "ours-gen":
+        wrapped = GenerateAutoReset(env, generator, num_envs)
+
+        def init(key):
+            return wrapped.reset(key, params)[1]
+
+        def step(key, state, actions):
+            return wrapped.step(key, state, actions, params)
+    elif mode in ("jaxmarl", "jaxmarl-noreset"):
+        theirs = jaxnav_env(params)
+        their_step = theirs.step if mode == "jaxmarl" else theirs.step_env
+
+        def init(key):
+            with known_warnings():
+                return jax.vmap(theirs.reset)(jax.random.split(key, num_envs))[1]
+
+        def step(key, state, actions):
+            with known_warnings():
+                obs, state, reward, done, info = jax.vmap(lambda k, s, a: their_step(k, s, {"agent_0": a}))(
+                    jax.random.split(key, num_envs), state, actions)
+            return obs["agent_0"], state, reward["agent_0"], done["__all__"], info
+    else:
+        raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
+
+    def rollout(state, key, actions):
+        def body(carry, acts):
+            state, key = carry
+            key, sub = jax.random.split(key)
+            obs, state, reward, done, _ = step(sub, state, acts)
+            return (state, key), (reward.sum() + obs.sum(), done.sum())  # consume the observation
+
+        (state, key), (checksums, dones) = jax.lax.scan(body, (state, key), actions)
+        return state, key, checksums.sum(), dones.sum()
+
+    return jax.jit(init), jax.jit(rollout, donate_argnums=(0,))
+
+
+def measure(mode: str, num_envs: int, steps: int, repeats: int) -> tuple[float, float, float]:
+    """`(steps per second, steps per CPU second, compile + first call seconds)`, fastest of `repeats`."""
+    init, rollout = build(mode, num_envs)
+    key = jax.random.key(0)
+    state = init(key)
+    actions = jax.random.uniform(jax.random.key(1), (steps, num_envs, 2), minval=jnp.array([0.0, -0.6]),
+                                 maxval=jnp.array([1.0, 0.6]))
+    t0 = time.perf_counter()
+    state, key, _, _ = rollout(state, key, actions)
+    jax.block_until_ready(state)
+    compile_s = time.perf_counter() - t0
+    best_wall = best_cpu = float("inf")
+    for _ in range(repeats):
+        w0, c0 = time.perf_counter(), time.process_time()
+        state, key, _, _ = rollout(state, key, actions)
+        jax.block_until_ready(state)
+        best_wall = min(best_wall, time.perf_counter() - w0)
+        best_cpu = min(best_cpu, time.process_time() - c0)
+    return num_envs * steps / best_wall, num_envs * steps / best_cpu, compile_s
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--envs", type=int, nargs="+", default=[32, 1024, 4096], help="vmapped batch sizes")
+    parser.add_argument("--steps", type=int, default=64, help="scan length per timed call")
+    parser.add_argument("--repeats", type=int, default=3, help="timed calls per mode")
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    args = parser.parse_args()
+    print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({cpu_model()}, {jax.device_count()} device)")
+    print(f"{args.steps} steps per call, fastest of {args.repeats} timed calls per mode")
+    print("| envs | mode | steps/s (wall) | steps per CPU s | compile s |\n|---:|---|---:|---:|---:|")
+    for num_envs in args.envs:
+        for mode in args.modes:
+            rate, cpu_rate, compile_s = measure(mode, num_envs, args.steps, args.repeats)
+            print(f"| {num_envs} | {mode} | {rate:,.0f} | {cpu_rate:,.0f} | {compile_s:.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
