@@ -23,16 +23,15 @@ our canonical-state bookkeeping. Prints steps per second per mode and ours / cra
 from __future__ import annotations
 
 import argparse
-import time
 
 import jax
 from machine import cpu_model
+from wrapped_env_bench import OURS, checksum_rollout, measure, ours_step
 from craftax.craftax_classic.envs.craftax_symbolic_env import (
     CraftaxClassicSymbolicEnv, CraftaxClassicSymbolicEnvNoAutoReset,
 )
 
 from minimax.envs.craftax import CraftaxClassic, make_world_generator
-from minimax.envs.wrappers import GenerateAutoReset, ReplayAutoReset
 
 MODES = ("ours", "ours-gen", "craftax", "craftax-noreset")
 
@@ -41,73 +40,20 @@ def build(mode: str, num_envs: int):
     """`(init(key) -> state, rollout(state, key, actions) -> (state, key, checksum, dones))`, jitted."""
     env = CraftaxClassic()
     params = env.default_params()
-    generator = make_world_generator(params)
-    if mode == "ours":
-        wrapped = ReplayAutoReset(env)
-        step_one = jax.vmap(wrapped.step, in_axes=(0, 0, 0, None))
-
-        def init(key):
-            levels = jax.vmap(generator)(jax.random.split(key, num_envs))
-            return jax.vmap(env.init_state, in_axes=(0, None))(levels, params)
-
-        def step(key, state, actions):
-            return step_one(jax.random.split(key, num_envs), state, actions, params)
-    elif mode == "ours-gen":
-        wrapped = GenerateAutoReset(env, generator, num_envs)
-
-        def init(key):
-            return wrapped.reset(key, params)[1]
-
-        def step(key, state, actions):
-            return wrapped.step(key, state, actions, params)
-    elif mode in ("craftax", "craftax-noreset"):
-        theirs = CraftaxClassicSymbolicEnv() if mode == "craftax" else CraftaxClassicSymbolicEnvNoAutoReset()
-        their_params = theirs.default_params
-        step_one = jax.vmap(theirs.step, in_axes=(0, 0, 0, None))
-
-        def init(key):
-            return jax.vmap(theirs.reset, in_axes=(0, None))(jax.random.split(key, num_envs), their_params)[1]
-
-        def step(key, state, actions):
-            return step_one(jax.random.split(key, num_envs), state, actions, their_params)
-    else:
+    if mode in OURS:
+        return checksum_rollout(*ours_step(mode, env, params, make_world_generator(params), num_envs))
+    if mode not in ("craftax", "craftax-noreset"):
         raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
+    theirs = CraftaxClassicSymbolicEnv() if mode == "craftax" else CraftaxClassicSymbolicEnvNoAutoReset()
+    their_params = theirs.default_params
+    step_one = jax.vmap(theirs.step, in_axes=(0, 0, 0, None))
 
-    def rollout(state, key, actions):
-        def body(carry, acts):
-            state, key = carry
-            key, sub = jax.random.split(key)
-            obs, state, reward, done, _ = step(sub, state, acts)
-            # Consume the observation as a policy would, or XLA removes its computation.
-            return (state, key), (reward.sum() + obs.sum(), done.sum())
+    def init(key):
+        return jax.vmap(theirs.reset, in_axes=(0, None))(jax.random.split(key, num_envs), their_params)[1]
 
-        (state, key), (checksums, dones) = jax.lax.scan(body, (state, key), actions)
-        return state, key, checksums.sum(), dones.sum()
-
-    return jax.jit(init), jax.jit(rollout, donate_argnums=(0,))
-
-
-def measure(mode: str, num_envs: int, steps: int, repeats: int) -> tuple[float, float, float]:
-    """`(steps per second, steps per CPU second, compile + first call seconds)` of `mode` on
-    `num_envs` envs. Both rates are those of the fastest of `repeats` timed calls; the CPU-time
-    rate counts only this process's CPU time, so it is the steadier of the two on a machine
-    shared with other jobs (wall-clock also measures the neighbours' load)."""
-    init, rollout = build(mode, num_envs)
-    key = jax.random.key(0)
-    state = init(key)
-    actions = jax.random.randint(jax.random.key(1), (steps, num_envs), 0, 17)
-    t0 = time.perf_counter()
-    state, key, _, _ = rollout(state, key, actions)
-    jax.block_until_ready(state)
-    compile_s = time.perf_counter() - t0
-    best_wall = best_cpu = float("inf")
-    for _ in range(repeats):
-        w0, c0 = time.perf_counter(), time.process_time()
-        state, key, _, _ = rollout(state, key, actions)
-        jax.block_until_ready(state)
-        best_wall = min(best_wall, time.perf_counter() - w0)
-        best_cpu = min(best_cpu, time.process_time() - c0)
-    return num_envs * steps / best_wall, num_envs * steps / best_cpu, compile_s
+    def step(key, state, actions):
+        return step_one(jax.random.split(key, num_envs), state, actions, their_params)
+    return checksum_rollout(init, step)
 
 
 def main():
@@ -122,7 +68,8 @@ def main():
     print("| mode | steps/s (wall) | steps per CPU s | compile s |\n|---|---:|---:|---:|")
     rates, cpu_rates = {}, {}
     for mode in args.modes:
-        rates[mode], cpu_rates[mode], compile_s = measure(mode, args.envs, args.steps, args.repeats)
+        actions = jax.random.randint(jax.random.key(1), (args.steps, args.envs), 0, 17)
+        rates[mode], cpu_rates[mode], compile_s = measure(*build(mode, args.envs), actions, args.repeats)
         print(f"| {mode} | {rates[mode]:,.0f} | {cpu_rates[mode]:,.0f} | {compile_s:.1f} |", flush=True)
     for mode in ("ours", "ours-gen"):
         for reference in ("craftax", "craftax-noreset"):

@@ -19,15 +19,14 @@ checksum (so XLA cannot skip computing it):
 from __future__ import annotations
 
 import argparse
-import time
 
 import jax
 import jax.numpy as jnp
 from machine import cpu_model
+from wrapped_env_bench import OURS, checksum_rollout, measure, ours_step
 
 from minimax.envs.jaxnav import JaxNavSingle, NavParams, jaxnav_env, make_nav_generator
 from minimax.envs.jaxnav.env import known_warnings
-from minimax.envs.wrappers import GenerateAutoReset, ReplayAutoReset
 
 MODES = ("ours", "ours-gen", "jaxmarl", "jaxmarl-noreset")
 
@@ -35,73 +34,23 @@ MODES = ("ours", "ours-gen", "jaxmarl", "jaxmarl-noreset")
 def build(mode: str, num_envs: int):
     """`(init(key) -> state, rollout(state, key, actions) -> (state, key, checksum, dones))`, jitted."""
     env, params = JaxNavSingle(), NavParams()
-    generator = make_nav_generator(params)
-    if mode == "ours":
-        wrapped = ReplayAutoReset(env)
-        step_one = jax.vmap(wrapped.step, in_axes=(0, 0, 0, None))
-
-        def init(key):
-            levels = jax.vmap(generator)(jax.random.split(key, num_envs))
-            return jax.vmap(env.init_state, in_axes=(0, None))(levels, params)
-
-        def step(key, state, actions):
-            return step_one(jax.random.split(key, num_envs), state, actions, params)
-    elif mode == "ours-gen":
-        wrapped = GenerateAutoReset(env, generator, num_envs)
-
-        def init(key):
-            return wrapped.reset(key, params)[1]
-
-        def step(key, state, actions):
-            return wrapped.step(key, state, actions, params)
-    elif mode in ("jaxmarl", "jaxmarl-noreset"):
-        theirs = jaxnav_env(params)
-        their_step = theirs.step if mode == "jaxmarl" else theirs.step_env
-
-        def init(key):
-            with known_warnings():
-                return jax.vmap(theirs.reset)(jax.random.split(key, num_envs))[1]
-
-        def step(key, state, actions):
-            with known_warnings():
-                obs, state, reward, done, info = jax.vmap(lambda k, s, a: their_step(k, s, {"agent_0": a}))(
-                    jax.random.split(key, num_envs), state, actions)
-            return obs["agent_0"], state, reward["agent_0"], done["__all__"], info
-    else:
+    if mode in OURS:
+        return checksum_rollout(*ours_step(mode, env, params, make_nav_generator(params), num_envs))
+    if mode not in ("jaxmarl", "jaxmarl-noreset"):
         raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
+    theirs = jaxnav_env(params)
+    their_step = theirs.step if mode == "jaxmarl" else theirs.step_env
 
-    def rollout(state, key, actions):
-        def body(carry, acts):
-            state, key = carry
-            key, sub = jax.random.split(key)
-            obs, state, reward, done, _ = step(sub, state, acts)
-            return (state, key), (reward.sum() + obs.sum(), done.sum())  # consume the observation
+    def init(key):
+        with known_warnings():
+            return jax.vmap(theirs.reset)(jax.random.split(key, num_envs))[1]
 
-        (state, key), (checksums, dones) = jax.lax.scan(body, (state, key), actions)
-        return state, key, checksums.sum(), dones.sum()
-
-    return jax.jit(init), jax.jit(rollout, donate_argnums=(0,))
-
-
-def measure(mode: str, num_envs: int, steps: int, repeats: int) -> tuple[float, float, float]:
-    """`(steps per second, steps per CPU second, compile + first call seconds)`, fastest of `repeats`."""
-    init, rollout = build(mode, num_envs)
-    key = jax.random.key(0)
-    state = init(key)
-    actions = jax.random.uniform(jax.random.key(1), (steps, num_envs, 2), minval=jnp.array([0.0, -0.6]),
-                                 maxval=jnp.array([1.0, 0.6]))
-    t0 = time.perf_counter()
-    state, key, _, _ = rollout(state, key, actions)
-    jax.block_until_ready(state)
-    compile_s = time.perf_counter() - t0
-    best_wall = best_cpu = float("inf")
-    for _ in range(repeats):
-        w0, c0 = time.perf_counter(), time.process_time()
-        state, key, _, _ = rollout(state, key, actions)
-        jax.block_until_ready(state)
-        best_wall = min(best_wall, time.perf_counter() - w0)
-        best_cpu = min(best_cpu, time.process_time() - c0)
-    return num_envs * steps / best_wall, num_envs * steps / best_cpu, compile_s
+    def step(key, state, actions):
+        with known_warnings():
+            obs, state, reward, done, info = jax.vmap(lambda k, s, a: their_step(k, s, {"agent_0": a}))(
+                jax.random.split(key, num_envs), state, actions)
+        return obs["agent_0"], state, reward["agent_0"], done["__all__"], info
+    return checksum_rollout(init, step)
 
 
 def main():
@@ -116,7 +65,9 @@ def main():
     print("| envs | mode | steps/s (wall) | steps per CPU s | compile s |\n|---:|---|---:|---:|---:|")
     for num_envs in args.envs:
         for mode in args.modes:
-            rate, cpu_rate, compile_s = measure(mode, num_envs, args.steps, args.repeats)
+            actions = jax.random.uniform(jax.random.key(1), (args.steps, num_envs, 2),
+                                         minval=jnp.array([0.0, -0.6]), maxval=jnp.array([1.0, 0.6]))
+            rate, cpu_rate, compile_s = measure(*build(mode, num_envs), actions, args.repeats)
             print(f"| {num_envs} | {mode} | {rate:,.0f} | {cpu_rate:,.0f} | {compile_s:.1f} |", flush=True)
 
 
