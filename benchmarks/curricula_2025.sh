@@ -17,7 +17,7 @@ scale=${1:-cpu}
 out=${2:-runs/curricula_2025_$scale}
 seeds=${SEEDS:-3}
 case "$scale" in
-  cpu) units=150; every=50; plr="--buffer-size 256"; ncc="--ncc-buffer-size 128"; cvar=1000
+  cpu) units=150; every=50; plr="--buffer-size 256"; ncc="--ncc-buffer-size 128"; cvar=200
        sfl="--sfl-batches 1 --sfl-batch-levels 1000 --sfl-rollout-steps 1000 --sfl-set-size 50 --sfl-refresh-every 25" ;;
   gpu) units=30000; every=1000; plr=""; ncc="--ncc-buffer-size 4000"; cvar=10000; sfl="" ;;
   *) echo "usage: $0 cpu|gpu [OUT]" >&2; exit 2 ;;
