@@ -46,7 +46,6 @@ from flax import struct
 from minimax.envs.environment import Box, Discrete, Environment
 
 
-
 @contextlib.contextmanager
 def _quiet():
     """jaxmarl prints about its optional submodules on import, after replacing `sys.stdout` (so
