@@ -257,3 +257,21 @@ def test_methods_that_cannot_apply_are_refused(tmp_path, capsys):
             main(["--env", "jaxnav", *extra, "--out-dir", str(tmp_path), "--no-progress"])
         assert message in capsys.readouterr().err
     assert get_env("jaxnav").binary_outcome and not get_env("jaxnav").discrete_actions
+
+
+def test_presets_are_sfls_jaxnav_configuration():
+    """SFL's `config/env/jaxnav.yaml` + `learning/ippo-jaxnav.yaml` (+ `jaxnav-sfl.yaml`, `ued/plr.yaml`)."""
+    from minimax.config import PRESETS
+
+    dr, plr, sfl = (PRESETS[f"jaxnav_{m}"].options() for m in ("dr", "plr", "sfl"))
+    want = dict(env="jaxnav", method="dr", num_envs=256, num_steps=512, num_updates=2250, lr=2.5e-4, anneal_lr=True,
+                gamma=0.99, gae_lambda=0.95, n_epochs=4, n_minibatches=4, clip_eps=0.04, entropy_coef=0.0,
+                value_coef=0.5, max_grad_norm=0.5, recurrent_cell="gru", recurrent_size=512, nav_fill=0.6,
+                nav_actions="continuous")
+    assert {k: dr[k] for k in want} == want
+    want_plr = dict(method="robust_plr", buffer_size=4000, replay_prob=0.5, score_function="maxmc",
+                    score_transform="top_k", top_k=1, staleness_coef=0.3, min_fill_ratio=1.0, unique_levels=False)
+    assert {k: plr[k] for k in want_plr} == want_plr and plr["lr"] == dr["lr"]
+    want_sfl = dict(method="sfl", sfl_batches=5, sfl_batch_levels=1000, sfl_rollout_steps=1000, sfl_set_size=100,
+                    sfl_refresh_every=50, sfl_set_fraction=0.5)
+    assert {k: sfl[k] for k in want_sfl} == want_sfl and sfl["clip_eps"] == 0.04
