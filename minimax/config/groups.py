@@ -22,8 +22,8 @@ class EnvConfig:
 
     env_name: Annotated[str, tyro.conf.arg(name="env")] = "maze"
     """The UED environment (minimax.envs.registry): maze (AMaze), cartpole or pendulum (gymnax physics as levels),
-    craftax (Craftax-Classic worlds; needs the craftax package), or one registered with minimax.register_env. Each
-    reads its own options below. Stepped on the host with their own options (docs/host_envs.md;
+    craftax (Craftax-Classic worlds; needs the craftax package), jaxnav (JaxNav maps; needs jaxmarl), or one
+    registered with minimax.register_env. Each reads its own options below. Stepped on the host with their own options (docs/host_envs.md;
     `python train.py --env procgen-bigfish --help`): procgen-<game> (Procgen), gym-<id> (gymnasium)."""
     maze_height: int = 13
     """Maze interior height in cells."""
@@ -31,7 +31,7 @@ class EnvConfig:
     """Maze interior width in cells."""
     max_episode_steps: int = 0
     """Episode step budget on training levels; 0 = the environment's own (maze 250, cartpole 500, pendulum 200,
-    craftax 10000)."""
+    craftax 10000, jaxnav 500)."""
     n_walls: int = 60
     """Wall draws per generated level (with replacement); 0 generates empty levels (ACCEL)."""
     n_actions: Literal[3, 7] = 7
