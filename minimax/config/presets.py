@@ -1,10 +1,12 @@
 """The methods' published configurations, by preset name (`python train.py --preset accel`).
 
 The minimax report's Table 5 (LSTM student) and Table 6 (S5 student, `*_s5`), value for value
-(docs/DESIGN.md lists where the released JSON configs differ), and SFL's authors' maze run
-(`sfl`); `python train.py --preset plr --lr 1e-3` overrides one value. A preset is data (flat options);
-`minimax.config.PRESETS` holds them as `TrainConfig`s. Each preset trains for
-30,000 PPO updates of the student (`--budget updates`), the report's "30k PPO updates".
+(docs/DESIGN.md lists where the released JSON configs differ), SFL's authors' maze run (`sfl`),
+NCC's (`ncc`, `ncc_reg`) and SFL's JaxNav runs (`jaxnav_dr`, `jaxnav_plr`, `jaxnav_sfl`);
+`python train.py --preset plr --lr 1e-3` overrides one value. A preset is data (flat options);
+`minimax.config.PRESETS` holds them as `TrainConfig`s. The report's presets train for 30,000 PPO
+updates of the student (`--budget updates`), its "30k PPO updates"; the others for their authors'
+step budgets.
 """
 
 from __future__ import annotations
@@ -134,10 +136,10 @@ kept, refreshed every 50 updates (their EVAL_FREQ block), 128 of the 256 envs on
 PRESET_OPTIONS: dict[str, dict] = {**{name: _preset(name) for name in (*TABLE_5, *TABLE_6)}, "sfl": SFL_MAZE,
                                    "ncc": NCC_MAZE, "ncc_reg": NCC_REG_MAZE, "jaxnav_dr": JAXNAV_DR,
                                    "jaxnav_plr": JAXNAV_PLR, "jaxnav_sfl": JAXNAV_SFL}
-"""The methods' published maze configurations, by preset name: the minimax report's with an LSTM
-student (its Table 5; the learned-teacher presets share Table 5's PAIRED column) and with an S5
+"""The methods' published configurations, by preset name: the minimax report's with an LSTM student
+(its Table 5; the learned-teacher presets share Table 5's PAIRED column) and with an S5
 student (its Table 6, `*_s5`; the S5 PAIRED teacher keeps Table 5's LSTM network, as the report
-replaces the student's LSTM only), and SFL's authors' (`sfl`), as `{option: value}` by flat option
+replaces the student's LSTM only), and SFL's and NCC's authors', as `{option: value}` by flat option
 name: data, below the config tree (`config/tree.py` builds `PRESETS`, the `TrainConfig`s, from it)."""
 
 

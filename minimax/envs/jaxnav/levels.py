@@ -67,7 +67,7 @@ def _choose_cell(key, blocked):
 def add_wall(key, map_obj, level: NavLevel) -> NavLevel:
     """Wall up a free cell that neither the robot's start footprint nor the goal's cell touches."""
     walls = level.map_data
-    h, w = walls.shape
+    w = walls.shape[1]
     goal = jnp.floor(level.goal_pos).astype(jnp.int32)
     blocked = _robot_cells(map_obj, level) | map_obj._gen_base_grid() | walls.at[goal[1], goal[0]].set(1)
     idx, ok = _choose_cell(key, blocked)
@@ -78,9 +78,8 @@ def add_wall(key, map_obj, level: NavLevel) -> NavLevel:
 def move_goal(key, map_obj, level: NavLevel) -> NavLevel:
     """Move the goal to the centre of a free cell the robot's start footprint does not touch."""
     walls = level.map_data
-    h, w = walls.shape
-    key, key_agent = jax.random.split(key)
-    jax.random.choice(key_agent, np.arange(1))  # jaxmarl draws which agent's goal moves: one agent here
+    w = walls.shape[1]
+    key, _ = jax.random.split(key)  # jaxmarl draws which agent's goal moves with the second key: one agent here
     goal = jnp.floor(level.goal_pos).astype(jnp.int32)
     blocked = _robot_cells(map_obj, level) | map_obj._gen_base_grid() | (walls > 0).at[goal[1], goal[0]].set(False)
     idx, ok = _choose_cell(key, blocked)
