@@ -41,3 +41,32 @@ def test_a_console_script_reads_the_command_line(script, monkeypatch, capsys):
     with pytest.raises(SystemExit) as exit_:
         _entry(SCRIPTS[script])()
     assert exit_.value.code in (0, None) and "--" in capsys.readouterr().out  # its options, listed
+
+
+def test_the_core_install_works_without_the_optional_environments_packages():
+    """`pip install minimax` alone (no jaxnav/craftax extras): importing the package, `--help` and the
+    maze presets work; only asking for an optional environment's preset says which extra to install."""
+    import subprocess  # noqa: PLC0415
+
+    script = """
+import sys
+for blocked in ("jaxmarl", "craftax", "kinetix"):
+    sys.modules[blocked] = None  # makes `import <blocked>` raise ImportError, as when it is not installed
+import minimax
+from minimax.config import PRESETS, ConfigError
+assert PRESETS["dr"].method == "dr" and "jaxnav_dr" in PRESETS
+try:
+    PRESETS["jaxnav_dr"]
+except ConfigError as err:
+    assert "minimax[jaxnav]" in str(err), err
+else:
+    raise AssertionError("a JaxNav preset built without jaxmarl")
+from minimax.training.cli import main
+sys.argv = ["train.py", "--help"]
+try:
+    main()
+except SystemExit as exit_:
+    assert exit_.code in (0, None), exit_.code
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -277,5 +278,28 @@ def flat_config(values: dict) -> dict:
     return flatten(values, GROUPS)
 
 
-PRESETS: dict[str, TrainConfig] = {name: TrainConfig.from_options(**values) for name, values in PRESET_OPTIONS.items()}
+class _Presets(Mapping):
+    """`{preset name: TrainConfig}`, each built (and checked) on first access. Building them all at import
+    would make `import minimax` fail wherever an optional environment's package is absent (the JaxNav
+    presets check that `jaxmarl` loads); built lazily, only asking for such a preset says what to install."""
+
+    def __init__(self, options: dict[str, dict]):
+        self._options, self._built = options, {}
+
+    def __getitem__(self, name: str) -> TrainConfig:
+        if name not in self._built:
+            self._built[name] = TrainConfig.from_options(**self._options[name])
+        return self._built[name]
+
+    def __contains__(self, name) -> bool:  # Mapping's would build the config
+        return name in self._options
+
+    def __iter__(self):
+        return iter(self._options)
+
+    def __len__(self) -> int:
+        return len(self._options)
+
+
+PRESETS: Mapping[str, TrainConfig] = _Presets(PRESET_OPTIONS)
 """The published configurations (`config/presets.py`) as configs, by preset name (`--preset`)."""
