@@ -91,6 +91,60 @@ def kind(name: str) -> str:
     return base or "?"
 
 
+PARTS = (("PPO backward", "transpose("), ("PPO forward", "jvp("), ("PPO optimiser", "/optimizer/"),
+         ("GAE", "/gae/"), ("rollout: level generation", "/generate/"), ("rollout: observation", "/observation/"),
+         ("rollout: auto-reset", "/auto_reset/"), ("rollout: env step", "/env_step/"),
+         ("rollout: sampling", "/sample/"), ("rollout: policy forward", "/policy/"), ("rollout: other", "/rollout/"))
+"""Where an op belongs, by its HLO `op_name` (the jax name stack: autodiff's `jvp(`/`transpose(` and the
+`jax.named_scope`s of `runners/rollout.py`, `envs/wrappers.py` and `agents/ppo.py`); first match wins."""
+
+
+def op_parts(hlo_text: str) -> dict[str, str]:
+    """`{instruction name: part}` from a compiled program's HLO text; names normalised (`.` -> `_`) so
+    that a GPU kernel named after its fusion (`loop_add_fusion_1`) finds its instruction. An instruction
+    without an `op_name` (the copies XLA adds for a loop's carried values) takes that of the instruction
+    that calls its computation (the loop)."""
+    own, home, caller = {}, {}, {}
+    computation = ""
+    for line in hlo_text.splitlines():
+        header = re.match(r"^(?:ENTRY )?%?([\w.\-]+) .*\{$", line)
+        if header and not line.startswith(" "):
+            computation = header.group(1)
+            continue
+        inst = re.match(r"\s+(?:ROOT )?%([\w.\-]+) = ", line)
+        if not inst:
+            continue
+        name = inst.group(1)
+        home[name] = computation
+        op_name = re.search(r'op_name="([^"]*)"', line)
+        if op_name:
+            own[name] = op_name.group(1)
+        for called in re.findall(r"(?:body|condition|calls|to_apply|branch_computations)=\{?%([\w.\-]+)", line):
+            caller[called] = name
+
+    def op_name_of(name: str, depth: int = 0) -> str:
+        if name in own or depth > 50:
+            return own.get(name, "")
+        up = caller.get(home.get(name, ""))
+        return op_name_of(up, depth + 1) if up else ""
+
+    out = {}
+    for name in home:
+        op_name = op_name_of(name)
+        out[name.replace(".", "_")] = next((part for part, marker in PARTS if marker in op_name), "other")
+    return out
+
+
+def part_table(owned, parts: dict[str, str], updates: int) -> dict[str, tuple[float, float]]:
+    """`{part: (op events per update, self seconds per update)}`."""
+    events, seconds = Counter(), Counter()
+    for name, t in owned:
+        part = parts.get(name.split(":")[-1].strip().replace(".", "_"), "unattributed")
+        events[part] += 1
+        seconds[part] += t
+    return {p: (events[p] / updates, seconds[p] / 1e9 / updates) for p in events}
+
+
 def profile(preset: str, seeds: int, unroll: int, chunk: int, repeats: int, overrides: dict, trace_dir: str) -> dict:
     """Trace `repeats` calls of `chunk` updates; the per-update summary (see the module docstring)."""
     from jax.profiler import ProfileData  # noqa: PLC0415
@@ -116,7 +170,9 @@ def profile(preset: str, seeds: int, unroll: int, chunk: int, repeats: int, over
         by_kind[kind(name)] += t
         by_name[name] += t
         counts[name] += 1
-    return {"preset": preset, "seeds": seeds, "compile_s": compile_s, "trace": str(path),
+    parts = part_table(owned, op_parts(program.as_text()), updates)
+    return {"preset": preset, "seeds": seeds, "compile_s": compile_s, "trace": str(path), "parts": parts,
+            "loop_steps": {"rollout": cfg.num_steps, "PPO": cfg.num_steps * cfg.ppo.n_epochs},
             "wall_s": wall / updates, "busy_s": busy / 1e9 / updates, "events": n_events / updates,
             "env_steps_per_rollout": cfg.num_steps, "by_kind": {k: v / 1e9 / updates for k, v in by_kind.items()},
             "top": [(n, t / 1e9 / updates, counts[n] / updates) for n, t in by_name.most_common(15)]}
@@ -133,6 +189,10 @@ def report(r: dict) -> None:
     total = sum(r["by_kind"].values()) or 1.0
     for k, t in sorted(r["by_kind"].items(), key=lambda kv: -kv[1]):
         print(f"| {k} | {t * 1e3:.2f} | {t / total:.1%} |")
+    print("\n| part | op events / update | per step of its loop | ms / update (self) |\n|---|---|---|---|")
+    for part, (n, t) in sorted(r["parts"].items(), key=lambda kv: -kv[1][0]):
+        steps = r["loop_steps"]["PPO" if part.startswith("PPO") else "rollout"]
+        print(f"| {part} | {n:.0f} | {n / steps:.1f} | {t * 1e3:.2f} |")
     print("\n| top op | ms / update (self) | calls / update |\n|---|---|---|")
     for name, t, n in r["top"]:
         print(f"| `{name}` | {t * 1e3:.3f} | {n:.0f} |")

@@ -53,3 +53,35 @@ def test_the_profiler_reads_its_trace_back_on_cpu(tmp_path):
     assert r["events"] > r["env_steps_per_rollout"]  # at least one op per env step of the rollout
     assert 0 < r["busy_s"] <= r["wall_s"] * 1.5 and r["by_kind"].get("fusion", 0) > 0
     assert r["top"] and Path(r["trace"]).exists()
+    # The op events are attributed to parts of the update (the named scopes and autodiff's names; a few
+    # runtime events, e.g. "Transpose" without fusion emitters, name no HLO op), and the rollout's parts
+    # run once per env step at least.
+    parts = r["parts"]
+    assert parts.get("unattributed", (0, 0))[0] <= 0.05 * r["events"]
+    assert parts["PPO backward"][0] > 0 and parts["PPO forward"][0] > 0
+    for part in ("rollout: policy forward", "rollout: env step", "rollout: sampling"):
+        assert parts[part][0] >= r["env_steps_per_rollout"], part
+
+
+HLO = """
+%body (p: (s32[], f32[4])) -> (s32[], f32[4]) {
+  %p = (s32[], f32[4]) parameter(0)
+  %copy.7 = f32[4]{0} copy(%gte.1)
+  ROOT %fusion.3 = f32[4]{0} fusion(%copy.7), kind=kLoop, metadata={op_name="jit(f)/rollout/while/body/env_step/add"}
+}
+
+ENTRY %main (a: f32[4]) -> f32[4] {
+  %while.2 = (s32[], f32[4]) while(%t), condition=%cond, body=%body, metadata={op_name="jit(f)/rollout/while"}
+  %fusion.9 = f32[4]{0} fusion(%x), kind=kLoop, metadata={op_name="jit(f)/transpose(jvp(Net))/core/mul"}
+  ROOT %fusion.10 = f32[4]{0} fusion(%x), kind=kLoop, metadata={op_name="jit(f)/jvp(Net)/core/mul"}
+}
+"""
+
+
+def test_ops_are_attributed_by_name_scope_and_a_loops_copies_to_the_loop():
+    parts = gpu_profile.op_parts(HLO)
+    assert parts["fusion_3"] == "rollout: env step" and parts["copy_7"] == "rollout: other"
+    assert parts["fusion_9"] == "PPO backward" and parts["fusion_10"] == "PPO forward"
+    table = gpu_profile.part_table([("fusion.3", 10), ("copy.7", 5), ("fusion_9", 20), ("nope.1", 1)], parts, 1)
+    assert table["rollout: env step"] == (1, 1e-8) and table["PPO backward"] == (1, 2e-8)
+    assert table["unattributed"] == (1, 1e-9)

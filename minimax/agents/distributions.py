@@ -8,6 +8,11 @@ sliced with `jax.tree.map` and vmapped like any other pytree. Methods act on the
 trailing (event) axes and broadcast over the leading (batch) ones; `sample` draws one
 action per batch element from one key.
 
+`sample(key)` is `sample_from_noise(noise(key))`: the random part (`noise`, which reads only the
+parameters' shapes and dtypes) is split from the deterministic one, so a rollout can draw every
+step's noise in one batched call before its loop, off the sequential path (`runners/rollout.py`),
+and get exactly the actions that per-step `sample` calls would draw.
+
 - `Categorical(logits)`: discrete actions `int32`, logits `[..., A]`.
 - `DiagGaussian(mean, log_std)`: continuous actions `float32[..., D]` with independent
   coordinates. Actions are unbounded draws; an environment with bounds clips them (as
@@ -33,7 +38,15 @@ class Categorical:
     logits: jax.Array
 
     def sample(self, key: jax.Array) -> jax.Array:
-        return jax.random.categorical(key, self.logits).astype(jnp.int32)
+        return self.sample_from_noise(self.noise(key))
+
+    def noise(self, key: jax.Array) -> jax.Array:
+        """Gumbel noise shaped like the logits (`jax.random.categorical`'s own draw)."""
+        return jax.random.gumbel(key, self.logits.shape, self.logits.dtype)
+
+    def sample_from_noise(self, noise: jax.Array) -> jax.Array:
+        """The Gumbel-max sample: `jax.random.categorical(key, logits)` when `noise = noise(key)`."""
+        return jnp.argmax(noise + self.logits, axis=-1).astype(jnp.int32)
 
     def log_prob(self, action: jax.Array) -> jax.Array:
         log_p = jax.nn.log_softmax(self.logits)
@@ -59,8 +72,15 @@ class DiagGaussian:
     log_std: jax.Array
 
     def sample(self, key: jax.Array) -> jax.Array:
+        return self.sample_from_noise(self.noise(key))
+
+    def noise(self, key: jax.Array) -> jax.Array:
+        """Standard normal noise shaped like the mean."""
+        return jax.random.normal(key, self.mean.shape, self.mean.dtype)
+
+    def sample_from_noise(self, noise: jax.Array) -> jax.Array:
         std = jnp.exp(jnp.broadcast_to(self.log_std, self.mean.shape))
-        return self.mean + std * jax.random.normal(key, self.mean.shape, self.mean.dtype)
+        return self.mean + std * noise
 
     def log_prob(self, action: jax.Array) -> jax.Array:
         log_std = jnp.broadcast_to(self.log_std, self.mean.shape)
@@ -79,3 +99,15 @@ def sample_per_element(keys: jax.Array, policy) -> jax.Array:
     """One action per element of a `[N]`-batched policy, element i drawn with `keys[i]` (so a
     device's slice of a sharded batch draws what the unsharded batch draws for it)."""
     return jax.vmap(lambda k, p: p.sample(k))(keys, policy)
+
+
+def noise_per_element(keys: jax.Array, policy) -> jax.Array:
+    """The noise `sample_per_element(keys, policy)` draws (element i's `noise(keys[i])`): only the
+    policy's shapes are read, so any `[N]`-batched policy of the right shapes (zeros) will do."""
+    return jax.vmap(lambda k, p: p.noise(k))(keys, policy)
+
+
+def sample_per_element_from_noise(noise: jax.Array, policy) -> jax.Array:
+    """`sample_per_element` with its noise drawn beforehand (`noise_per_element`): the same actions."""
+    return jax.vmap(lambda e, p: p.sample_from_noise(e))(noise, policy)
+

@@ -208,10 +208,11 @@ def ppo_update(key, train_state: TrainState, batch: PPOBatch, cfg: PPOConfig, sh
         # One minibatch is the whole batch: skip the (order-only) gather.
         mb = batch if cfg.n_minibatches == 1 else minibatch(perm_slice)
         grads, stats = jax.grad(ppo_loss, has_aux=True)(train_state.params, train_state.apply_fn, mb, cfg, shard)
-        grads, stats = shard.mean((grads, stats))
-        stats["grad_norm"] = optax.tree.norm(grads)
-        stats["learning_rate"] = learning_rate_schedule(cfg)(train_state.step)
-        return train_state.apply_gradients(grads=grads), stats
+        with jax.named_scope("optimizer"):
+            grads, stats = shard.mean((grads, stats))
+            stats["grad_norm"] = optax.tree.norm(grads)
+            stats["learning_rate"] = learning_rate_schedule(cfg)(train_state.step)
+            return train_state.apply_gradients(grads=grads), stats
 
     perms = jax.vmap(lambda k: jax.random.permutation(k, n_envs))(jax.random.split(key, cfg.n_epochs))
     slices = perms.reshape(cfg.n_epochs * cfg.n_minibatches, mb_size)

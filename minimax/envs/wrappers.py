@@ -101,9 +101,12 @@ class ReplayAutoReset(Wrapper):
         return self.env.reset_to_level(key, level, params)
 
     def step(self, key, state, action, params):
-        state, reward, done, info = self.env.step_env(key, state, action, params)
-        state = tree_select(done, self.env.restart_state(state, params), state)
-        return self.env.get_obs(state, params), state, reward, done, info
+        with jax.named_scope("env_step"):  # scopes name the ops for the profiler (benchmarks/gpu_profile.py)
+            state, reward, done, info = self.env.step_env(key, state, action, params)
+        with jax.named_scope("auto_reset"):
+            state = tree_select(done, self.env.restart_state(state, params), state)
+        with jax.named_scope("observation"):
+            return self.env.get_obs(state, params), state, reward, done, info
 
 
 @struct.dataclass
@@ -191,9 +194,15 @@ class GenerateAutoReset(Wrapper):
         return jax.vmap(self.env.get_obs, in_axes=(0, None))(env_state, params), state
 
     def step(self, key, state: GenerateState, actions, params):
-        keys = self.part.env_keys(key, self.num_envs)
-        env_state, reward, done, info = jax.vmap(self.env.step_env, in_axes=(0, 0, 0, None))(
-            keys, state.env_state, actions, params)
+        with jax.named_scope("env_step"):  # scopes name the ops for the profiler (benchmarks/gpu_profile.py)
+            keys = self.part.env_keys(key, self.num_envs)
+            env_state, reward, done, info = jax.vmap(self.env.step_env, in_axes=(0, 0, 0, None))(
+                keys, state.env_state, actions, params)
+        with jax.named_scope("auto_reset"):
+            return self._reset_done(state, env_state, reward, done, info, params)
+
+    def _reset_done(self, state: GenerateState, env_state, reward, done, info, params):
+        """The finished envs take fresh starts from the pool (refilled first where it runs short)."""
         n_local = jnp.sum(done, dtype=jnp.int32)
         n_done = self.part.sum(n_local)  # finished this step, over every device
 
@@ -201,6 +210,7 @@ class GenerateAutoReset(Wrapper):
             _, _, used, _ = carry
             return self.pool_size - used < n_done
 
+        @jax.named_scope("generate")
         def refill(carry):
             pool_key = carry[-1]
             pool_key, gen_key = jax.random.split(pool_key)
@@ -215,7 +225,8 @@ class GenerateAutoReset(Wrapper):
         slot = jnp.clip(first + jnp.cumsum(done, dtype=jnp.int32) - 1, 0, self.pool_size - 1)
         fresh = jax.tree.map(lambda x: x[slot], pool)
         env_state = tree_select(done, fresh, env_state)
-        obs = jax.vmap(self.env.get_obs, in_axes=(0, None))(env_state, params)
+        with jax.named_scope("observation"):
+            obs = jax.vmap(self.env.get_obs, in_axes=(0, None))(env_state, params)
         optimal = state.optimal
         if optimal is not None:  # the finished episodes' levels' optimum, then the fresh levels'
             info = {**info, "episode_stats": {**info.get("episode_stats", {}), "optimal_return": optimal}}

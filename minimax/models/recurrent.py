@@ -27,6 +27,7 @@ import functools
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from minimax.models.initializers import orthogonal
 from minimax.models.s5 import S5
@@ -51,18 +52,27 @@ def _sigmoid(x):
     return 0.5 + 0.5 * jnp.tanh(0.5 * x)
 
 
+def _gate_activations(gates):
+    """`[N, 4H]` pre-activations -> activations, sigmoid on the i, f, o blocks and tanh on g, as one
+    elementwise op over the whole row (a per-lane scale, then one `tanh`), not four slices: one
+    kernel per step on the sequential path instead of four. Bit-identical to `_sigmoid` / `tanh`
+    per block (`tanh(1 * x) = tanh(x)`; `0.5 + 0.5 * tanh(0.5 * x)` is `_sigmoid`)."""
+    n = gates.shape[-1] // 4
+    is_g = np.zeros(4 * n, bool)
+    is_g[2 * n:3 * n] = True
+    t = jnp.tanh(gates * np.where(is_g, 1.0, 0.5).astype(np.float32))
+    return jnp.where(is_g, t, 0.5 + 0.5 * t)
+
+
 def _lstm_cell(w_h, xp, reset, c, h):
-    """One step on the projected input `xp = x @ w_in + b`; returns the (reset) incoming carry,
-    the gate activations, and the new carry."""
+    """One step on the projected input `xp = x @ w_in + b`; returns the gate activations `[N, 4H]`
+    (i, f, g, o) and the new carry."""
     keep = ~reset[:, None]
     c, h = jnp.where(keep, c, 0.0), jnp.where(keep, h, 0.0)
-    gates = xp + h @ w_h
+    act = _gate_activations(xp + h @ w_h)
     n = c.shape[-1]
-    i, f, g, o = _sigmoid(gates[:, :n]), _sigmoid(gates[:, n:2 * n]), jnp.tanh(gates[:, 2 * n:3 * n]), \
-        _sigmoid(gates[:, 3 * n:])
-    c_new = f * c + i * g
-    tanh_c = jnp.tanh(c_new)
-    return (c, h), (i, f, g, o, tanh_c), (c_new, o * tanh_c)
+    c_new = act[:, n:2 * n] * c + act[:, :n] * act[:, 2 * n:3 * n]
+    return act, (c_new, act[:, 3 * n:] * jnp.tanh(c_new))
 
 
 def resolve_unroll(unroll: int) -> int:
@@ -92,42 +102,60 @@ def lstm_sequence(w_in, w_h, b, xs, reset, carry, unroll: int = 1):
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
 def _lstm_recurrence(unroll, w_h, xp, reset, carry):
     """The recurrent part of `lstm_sequence`. Its hand-written backward pass keeps only the
-    hidden-to-hidden product inside the reverse loop and computes the weight gradient as one
-    large matmul afterwards (autodiff of a scan accumulates it one small matmul per step); it
-    is checked against autodiff in the tests."""
+    hidden-to-hidden product and one elementwise op inside the reverse loop: what does not depend on
+    the loop's carry (the gate derivatives' factors) is computed for the whole sequence before it, and
+    the weight gradient is one large matmul after it (autodiff of a scan accumulates it one small
+    matmul per step). It is checked against autodiff in the tests."""
     def step(carry, inputs):
         x, r = inputs
-        _, _, carry = _lstm_cell(w_h, x, r, *carry)
+        _, carry = _lstm_cell(w_h, x, r, *carry)
         return carry, carry[1]
     return jax.lax.scan(step, carry, (xp, reset), unroll=unroll)
 
 
 def _lstm_forward(unroll, w_h, xp, reset, carry):
+    """The forward pass, saving per step only what the backward pass cannot rebuild outside its loop:
+    the gate activations and the cell state (with `hs`, three arrays written per step, not eight)."""
     def step(carry, inputs):
         x, r = inputs
-        (c_prev, h_prev), gates, carry = _lstm_cell(w_h, x, r, *carry)
-        return carry, (carry[1], (c_prev, h_prev) + gates)
-    carry, (hs, saved) = jax.lax.scan(step, carry, (xp, reset), unroll=unroll)
-    return (carry, hs), (w_h, reset, saved)
+        act, carry = _lstm_cell(w_h, x, r, *carry)
+        return carry, (carry[1], carry[0], act)
+    last, (hs, cs, acts) = jax.lax.scan(step, carry, (xp, reset), unroll=unroll)
+    return (last, hs), (w_h, reset, carry, hs, cs, acts)
 
 
 def _lstm_backward(unroll, residuals, cotangents):
-    w_h, reset, saved = residuals
+    w_h, reset, (c0, h0), hs, cs, acts = residuals
     (dc_last, dh_last), dhs = cotangents
+    n = cs.shape[-1]
+    keep = ~reset[..., None]  # [T, N, 1]: a reset cut the carry, so nothing flows to earlier steps
+    c_prev = jnp.where(keep, jnp.concatenate([c0[None], cs[:-1]]), 0.0)
+    h_prev = jnp.where(keep, jnp.concatenate([h0[None], hs[:-1]]), 0.0)
+    i, f, g, o = (acts[..., k * n:(k + 1) * n] for k in range(4))
+    tanh_c = jnp.tanh(cs)
+    # Outside the loop, for every step at once: d(c_t)/d(h_t), each gate's factor (so that the loop
+    # computes `dgates` as one product: by dc in the i, f, g blocks, by dh in the o block), and the masks
+    # that cut the carry at resets, applied where the carry is read (step t reads step t + 1's).
+    dc_dh = o * (1.0 - tanh_c * tanh_c)
+    factors = jnp.concatenate([g * i * (1.0 - i), c_prev * f * (1.0 - f), i * (1.0 - g * g),
+                               tanh_c * o * (1.0 - o)], axis=-1)
+    kept = keep.astype(dhs.dtype)
+    f_kept = jnp.concatenate([(f * kept)[1:], jnp.ones_like(f[:1])])  # the last step reads dc_last as is
+    h_kept = jnp.concatenate([kept[1:], jnp.ones_like(kept[:1])])
+    in_o_block = np.arange(4 * n) >= 3 * n
     w_h_t = jnp.transpose(w_h)
 
     def step(carry, inputs):
-        dc_next, dh_next = carry
-        dh_out, r, c_prev, _, i, f, g, o, tanh_c = inputs
-        dh = dh_out + dh_next
-        dc = dc_next + dh * o * (1.0 - tanh_c * tanh_c)
-        dgates = jnp.concatenate([dc * g * i * (1.0 - i), dc * c_prev * f * (1.0 - f),
-                                  dc * i * (1.0 - g * g), dh * tanh_c * o * (1.0 - o)], axis=-1)
-        keep = ~r[:, None]  # a reset cut the carry: nothing flows to earlier steps
-        return (jnp.where(keep, dc * f, 0.0), jnp.where(keep, dgates @ w_h_t, 0.0)), dgates
+        dc_next, dh_next = carry  # step t + 1's dc and dgates @ w_h.T, before its reset mask
+        dh_out, hk, dcdh, factor, fk = inputs
+        dh = dh_out + hk * dh_next
+        dc = fk * dc_next + dh * dcdh
+        dgates = jnp.where(in_o_block, jnp.tile(dh, (1, 4)), jnp.tile(dc, (1, 4))) * factor
+        return (dc, dgates @ w_h_t), dgates
 
-    d_carry, dgates = jax.lax.scan(step, (dc_last, dh_last), (dhs, reset) + saved, reverse=True, unroll=unroll)
-    h_prev = saved[1]
+    (dc_0, dh_0), dgates = jax.lax.scan(step, (dc_last, dh_last), (dhs, h_kept, dc_dh, factors, f_kept),
+                                        reverse=True, unroll=unroll)
+    d_carry = (f[0] * kept[0] * dc_0, kept[0] * dh_0)
     d_w_h = jnp.einsum("tnh,tng->hg", h_prev, dgates)
     return d_w_h, dgates, None, d_carry
 

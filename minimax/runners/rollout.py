@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from minimax.agents.distributions import sample_per_element
+from minimax.agents.distributions import noise_per_element, sample_per_element, sample_per_element_from_noise
 from minimax.agents.ppo import PPOBatch, PPOConfig, compute_gae
 from minimax.envs.wrappers import ReplayAutoReset
 from minimax.core.metrics import mean_sums
@@ -67,21 +67,27 @@ def typed_key(key):
     return jax.random.wrap_key_data(key)
 
 
-def policy_step(key, apply_fn, params, carry, obs, reset, greedy: bool = False):
+def policy_step(key, apply_fn, params, carry, obs, reset, greedy: bool = False, noise=None):
     """Act on one batched observation: `(carry, action, log_prob, value, policy)`, `policy` the
     network's action distribution (`agents/distributions.py`). `key` is one key, or one key per
     env (`[N]`, e.g. from `Shard.env_keys`), typed or raw (`typed_key`); `greedy` takes the
-    distribution's mode."""
-    key = typed_key(key)
+    distribution's mode; `noise` (instead of `key`) is the sampling noise drawn beforehand with
+    `noise_per_element`, which gives the same action as the key it was drawn with."""
     add_time = lambda x: x[None]  # noqa: E731
-    carry, policy, value = apply_fn(params, carry, jax.tree.map(add_time, obs), reset[None])
-    policy, value = jax.tree.map(lambda x: x[0], policy), value[0]
-    if greedy:
-        action = policy.mode()
-    else:
-        keys = key if key.ndim == 1 else jax.random.split(key, value.shape[0])
-        action = sample_per_element(keys, policy)
-    return carry, action, policy.log_prob(action), value, policy
+    with jax.named_scope("policy"):  # scopes name the ops for the profiler (benchmarks/gpu_profile.py)
+        carry, policy, value = apply_fn(params, carry, jax.tree.map(add_time, obs), reset[None])
+        policy, value = jax.tree.map(lambda x: x[0], policy), value[0]
+    with jax.named_scope("sample"):
+        if greedy:
+            action = policy.mode()
+        elif noise is not None:
+            action = sample_per_element_from_noise(noise, policy)
+        else:
+            key = typed_key(key)
+            keys = key if key.ndim == 1 else jax.random.split(key, value.shape[0])
+            action = sample_per_element(keys, policy)
+        log_prob = policy.log_prob(action)
+    return carry, action, log_prob, value, policy
 
 
 def collect_rollout(key, apply_fn, params, env_step: Callable, stream: EnvStream, num_steps: int,
@@ -91,11 +97,12 @@ def collect_rollout(key, apply_fn, params, env_step: Callable, stream: EnvStream
     with per-env keys from the global batch (`shard`), so a sharded rollout equals the
     matching slice of an unsharded one."""
     n = stream.reset.shape[0]
+    act_noise, env_keys = rollout_randomness(key, apply_fn, params, stream, num_steps, shard)
 
-    def step(stream: EnvStream, key):
-        k_act, k_env = jax.random.split(key)
-        carry, action, log_prob, value, policy = policy_step(shard.env_keys(k_act, n), apply_fn, params, stream.carry,
-                                                             stream.obs, stream.reset)
+    def step(stream: EnvStream, inputs):
+        noise, k_env = inputs
+        carry, action, log_prob, value, policy = policy_step(None, apply_fn, params, stream.carry, stream.obs,
+                                                             stream.reset, noise=noise)
         obs, env_state, reward, done, info = env_step(k_env, stream.env_state, action)
         ep_return = stream.episode_return + reward
         ep_length = stream.episode_length + 1
@@ -111,10 +118,27 @@ def collect_rollout(key, apply_fn, params, env_step: Callable, stream: EnvStream
         return stream, out
 
     init_carry = stream.carry
-    stream, out = jax.lax.scan(step, stream, jax.random.split(key, num_steps), unroll=unroll)
+    with jax.named_scope("rollout"):
+        stream, out = jax.lax.scan(step, stream, (act_noise, env_keys), unroll=unroll)
     _, _, _, last_value, _ = policy_step(shard.env_keys(key, n), apply_fn, params, stream.carry, stream.obs,
                                          stream.reset)
     return Rollout(**out, init_carry=init_carry, last_value=last_value), stream
+
+
+def rollout_randomness(key, apply_fn, params, stream: EnvStream, num_steps: int, shard: Shard = NO_SHARD):
+    """`(action noise [T, N, ...], env keys [T])`: every random number a rollout's steps use, drawn in
+    one batched call before its loop. Step t's key is `split(key, T)[t]`, split into an action key
+    (one key per env of the global batch, `shard`) and an env key, as a per-step draw would do; the
+    action noise is what sampling with those keys draws (`agents/distributions.py`), so the actions
+    are the same. Why: on CPU each `jax.random` call is a loop of its own (threefry's rounds), and four of
+    them per step were half the rollout's op events (benchmarks/RESULTS.md, issue 48)."""
+    n = stream.reset.shape[0]
+    pairs = jax.vmap(jax.random.split)(jax.random.split(key, num_steps))  # [T, 2] (typed) or [T, 2, 2] (raw)
+    act_keys = jax.vmap(lambda k: typed_key(shard.env_keys(k, n)))(pairs[:, 0])
+    first = jax.tree.map(lambda x: x[None], stream.obs)
+    policy = jax.eval_shape(apply_fn, params, stream.carry, first, stream.reset[None])[1]
+    like = jax.tree.map(lambda s: jnp.zeros(s.shape[1:], s.dtype), policy)  # one step's [N] policy: shapes only
+    return jax.vmap(noise_per_element, in_axes=(0, None))(act_keys, like), pairs[:, 1]
 
 
 def play_levels(key, env, env_params, apply_fn, params, initial_carry, levels, num_steps: int,
@@ -201,8 +225,9 @@ def outcome_step(key, apply_fn, params, env, env_params, max_steps, episodes=Non
 def ppo_batch(rollout: Rollout, ppo: PPOConfig) -> PPOBatch:
     """GAE over the rollout (`ppo`'s discount and lambda, its rewards times `ppo.reward_scale`) and the
     batch PPO trains on. It takes the whole config so that no caller can leave the reward scale out."""
-    advantages, targets = compute_gae(rollout.rewards * ppo.reward_scale, rollout.values, rollout.dones,
-                                      rollout.last_value, ppo.gamma, ppo.gae_lambda, ppo.unroll)
+    with jax.named_scope("gae"):
+        advantages, targets = compute_gae(rollout.rewards * ppo.reward_scale, rollout.values, rollout.dones,
+                                          rollout.last_value, ppo.gamma, ppo.gae_lambda, ppo.unroll)
     return PPOBatch(obs=rollout.obs, reset=rollout.reset, actions=rollout.actions, log_probs=rollout.log_probs,
                     values=rollout.values, advantages=advantages, targets=targets, init_carry=rollout.init_carry)
 
