@@ -120,8 +120,7 @@ def collect_rollout(key, apply_fn, params, env_step: Callable, stream: EnvStream
     init_carry = stream.carry
     with jax.named_scope("rollout"):
         stream, out = jax.lax.scan(step, stream, (act_noise, env_keys), unroll=unroll)
-    _, _, _, last_value, _ = policy_step(shard.env_keys(key, n), apply_fn, params, stream.carry, stream.obs,
-                                         stream.reset)
+    _, _, _, last_value, _ = policy_step(None, apply_fn, params, stream.carry, stream.obs, stream.reset, greedy=True)
     return Rollout(**out, init_carry=init_carry, last_value=last_value), stream
 
 
@@ -131,7 +130,7 @@ def rollout_randomness(key, apply_fn, params, stream: EnvStream, num_steps: int,
     (one key per env of the global batch, `shard`) and an env key, as a per-step draw would do; the
     action noise is what sampling with those keys draws (`agents/distributions.py`), so the actions
     are the same. Why: on CPU each `jax.random` call is a loop of its own (threefry's rounds), and four of
-    them per step were half the rollout's op events (benchmarks/RESULTS.md, issue 48)."""
+    them per step were about two thirds of the rollout's op events (benchmarks/RESULTS.md, issue 48)."""
     n = stream.reset.shape[0]
     pairs = jax.vmap(jax.random.split)(jax.random.split(key, num_steps))  # [T, 2] (typed) or [T, 2, 2] (raw)
     act_keys = jax.vmap(lambda k: typed_key(shard.env_keys(k, n)))(pairs[:, 0])
