@@ -85,3 +85,23 @@ def test_ops_are_attributed_by_name_scope_and_a_loops_copies_to_the_loop():
     table = gpu_profile.part_table([("fusion.3", 10), ("copy.7", 5), ("fusion_9", 20), ("nope.1", 1)], parts, 1)
     assert table["rollout: env step"] == (1, 1e-8) and table["PPO backward"] == (1, 2e-8)
     assert table["unattributed"] == (1, 1e-9)
+
+
+ab_spec = importlib.util.spec_from_file_location("ab_update", Path(__file__).resolve().parents[1] / "benchmarks" /
+                                                 "ab_update.py")
+ab_update = importlib.util.module_from_spec(ab_spec)
+ab_spec.loader.exec_module(ab_update)
+
+
+def test_the_ab_benchmark_exports_a_revision_as_a_package_that_loads_beside_minimax(tmp_path):
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    out = ab_update.export_before("HEAD", tmp_path)
+    package = out / "minimax_before"
+    sources = [p.read_text() for p in package.rglob("*.py")]
+    assert sources and not any("from minimax." in s or "import minimax\n" in s for s in sources)
+    probe = ("import sys; sys.path.insert(0, sys.argv[1]); import minimax, minimax_before.agents.distributions as d; "
+             "assert d.__file__.startswith(sys.argv[1]) and minimax.__file__ != d.__file__")
+    done = subprocess.run([sys.executable, "-c", probe, str(out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-1500:]
