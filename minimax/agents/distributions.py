@@ -14,6 +14,9 @@ step's noise in one batched call before its loop, off the sequential path (`runn
 and get exactly the actions that per-step `sample` calls would draw.
 
 - `Categorical(logits)`: discrete actions `int32`, logits `[..., A]`.
+- `MultiCategorical(logits, nvec)`: multi-discrete actions `int32[..., D]`, one independent
+  categorical per dimension d over its own `nvec[d]` options (Kinetix's actions: 3 per motor,
+  2 per thruster); logits `[..., D, K]`, K the largest option count, the padding never drawn.
 - `DiagGaussian(mean, log_std)`: continuous actions `float32[..., D]` with independent
   coordinates. Actions are unbounded draws; an environment with bounds clips them (as
   gymnax's Pendulum does), and PPO's ratio uses the density of the unclipped draw, the
@@ -26,6 +29,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -62,6 +66,51 @@ class Categorical:
     @property
     def probs(self) -> jax.Array:
         return jax.nn.softmax(self.logits)
+
+
+@struct.dataclass
+class MultiCategorical:
+    """Independent categoricals, one per action dimension: dimension d draws from its first `nvec[d]`
+    logits of `logits[..., d, :]` (the rest is padding: probability 0). The joint log-probability and
+    entropy are the sums over the dimensions (the Kinetix authors' `MultiDiscreteActionDistribution`)."""
+
+    logits: jax.Array  # [..., D, K]
+    nvec: tuple[int, ...] = struct.field(pytree_node=False)
+
+    def _valid(self) -> np.ndarray:
+        """bool[D, K]: which options exist."""
+        k = self.logits.shape[-1]
+        return np.arange(k)[None, :] < np.asarray(self.nvec)[:, None]
+
+    def _log_p(self) -> jax.Array:
+        # A finite floor, not -inf: the padding's probability is exactly 0 either way, but -inf would
+        # make the entropy's 0 * -inf a NaN in the gradient.
+        return jax.nn.log_softmax(jnp.where(self._valid(), self.logits, -1e9))
+
+    def sample(self, key: jax.Array) -> jax.Array:
+        return self.sample_from_noise(self.noise(key))
+
+    def noise(self, key: jax.Array) -> jax.Array:
+        return jax.random.gumbel(key, self.logits.shape, self.logits.dtype)
+
+    def sample_from_noise(self, noise: jax.Array) -> jax.Array:
+        return jnp.argmax(jnp.where(self._valid(), noise + self.logits, -jnp.inf), axis=-1).astype(jnp.int32)
+
+    def log_prob(self, action: jax.Array) -> jax.Array:
+        per_dim = jnp.take_along_axis(self._log_p(), action[..., None].astype(jnp.int32), axis=-1)[..., 0]
+        return jnp.sum(per_dim, axis=-1)
+
+    def entropy(self) -> jax.Array:
+        log_p = self._log_p()
+        return -jnp.sum(jnp.where(self._valid(), jnp.exp(log_p) * log_p, 0.0), axis=(-2, -1))
+
+    def mode(self) -> jax.Array:
+        return jnp.argmax(jnp.where(self._valid(), self.logits, -jnp.inf), axis=-1).astype(jnp.int32)
+
+    @property
+    def probs(self) -> jax.Array:
+        """`[..., D, K]`, 0 on the padding."""
+        return jnp.exp(self._log_p())
 
 
 @struct.dataclass

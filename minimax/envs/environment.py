@@ -41,6 +41,28 @@ class Discrete:
 
 
 @struct.dataclass
+class MultiDiscrete:
+    """Integer vectors: coordinate d in {0, ..., nvec[d] - 1} (Kinetix: 3 options per motor, 2 per
+    thruster)."""
+
+    nvec: tuple[int, ...] = struct.field(pytree_node=False)
+    dtype: Any = struct.field(pytree_node=False, default=jnp.int32)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (len(self.nvec),)
+
+    def sample(self, key: jax.Array) -> jax.Array:
+        return jax.random.randint(key, self.shape, 0, jnp.asarray(self.nvec), dtype=self.dtype)
+
+    def contains(self, x) -> jax.Array:
+        x = jnp.asarray(x)
+        if x.shape != self.shape:
+            return jnp.asarray(False)
+        return jnp.all((x >= 0) & (x < jnp.asarray(self.nvec)))
+
+
+@struct.dataclass
 class Box:
     """Arrays of a fixed shape and dtype with elementwise bounds [low, high]: scalars, or tuples
     of one bound per coordinate of a 1-D space (JaxNav's speed and turn rate)."""

@@ -3,9 +3,10 @@
 Observation `[T, N, D]` -> Dense(hidden) + tanh, twice -> optionally a recurrent core (LSTM,
 GRU or S5 from `models/recurrent.py`; `recurrent_cell="none"`, the default, means none) -> a
 policy head and a value head, each one Dense layer. The policy is a `Categorical` over
-`n_actions` when `action_dim == 0`, else a `DiagGaussian` over `action_dim` coordinates whose
+`n_actions`; with `action_dim > 0` a `DiagGaussian` over `action_dim` coordinates whose
 `log_std` is a learned, state-independent parameter (the usual continuous-control PPO choice:
-PureJaxRL, CleanRL).
+PureJaxRL, CleanRL); with `action_nvec` a `MultiCategorical`, one categorical per coordinate
+(one Dense layer of `D x max(nvec)` logits, the padding never drawn).
 
 Initialisation as PureJaxRL's PPO networks: hidden layers orthogonal gain sqrt 2, policy output
 orthogonal gain 0.01 (a near-uniform, near-zero-mean initial policy), value output orthogonal
@@ -28,7 +29,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from minimax.agents.distributions import Categorical, DiagGaussian
+from minimax.agents.distributions import Categorical, DiagGaussian, MultiCategorical
 from minimax.models.initializers import orthogonal
 from minimax.models.recurrent import WithRecurrentCore
 
@@ -42,16 +43,19 @@ class MLPActorCritic(WithRecurrentCore):
     recurrent_size: int = 64
     n_actions: int = 2          # discrete actions (used when action_dim == 0)
     action_dim: int = 0         # > 0: continuous actions of this many coordinates
+    action_nvec: tuple[int, ...] = ()  # non-empty: multi-discrete actions, nvec[d] options for coordinate d
     hidden: int = 64
     n_hidden_layers: int = 2
     shared_trunk: bool = True
     log_std_init: float = 0.0
 
     @classmethod
-    def from_options(cls, model, n_actions: int = 0, action_dim: int = 0) -> "MLPActorCritic":
+    def from_options(cls, model, n_actions: int = 0, action_dim: int = 0,
+                     action_nvec: tuple[int, ...] = ()) -> "MLPActorCritic":
         """The student of a run's model options (`config.ModelConfig`: `--mlp-hidden`, the core
-        and its S5 shape) for `n_actions` discrete or `action_dim` continuous actions."""
-        return cls(n_actions=n_actions, action_dim=action_dim, hidden=model.mlp_hidden,
+        and its S5 shape) for `n_actions` discrete, `action_dim` continuous or `action_nvec`
+        multi-discrete actions."""
+        return cls(n_actions=n_actions, action_dim=action_dim, action_nvec=tuple(action_nvec), hidden=model.mlp_hidden,
                    recurrent_cell=model.recurrent_cell, recurrent_size=model.recurrent_size,
                    s5_layers=model.s5_layers, s5_blocks=model.s5_blocks, s5_layernorm=model.s5_layernorm,
                    s5_scan=model.s5_scan, scan_unroll=model.scan_unroll)
@@ -71,7 +75,10 @@ class MLPActorCritic(WithRecurrentCore):
     def __call__(self, carry, obs: jax.Array, reset: jax.Array):
         if self.has_core and not self.shared_trunk:
             raise ValueError("MLPActorCritic: a recurrent core needs shared_trunk=True (one core serves both heads)")
-        if self.action_dim < 0 or (self.action_dim == 0 and self.n_actions < 1):
+        if self.action_nvec and (self.action_dim or min(self.action_nvec) < 1):
+            raise ValueError(f"MLPActorCritic: action_nvec needs every count >= 1 and no action_dim, got "
+                             f"action_nvec={self.action_nvec}, action_dim={self.action_dim}")
+        if not self.action_nvec and (self.action_dim < 0 or (self.action_dim == 0 and self.n_actions < 1)):
             raise ValueError(f"MLPActorCritic needs action_dim > 0 or n_actions >= 1, got "
                              f"action_dim={self.action_dim}, n_actions={self.n_actions}")
         x = obs.astype(jnp.float32)
@@ -83,7 +90,11 @@ class MLPActorCritic(WithRecurrentCore):
         else:
             h_policy, h_value = self._trunk(x, "policy_trunk"), self._trunk(x, "value_trunk")
 
-        if self.action_dim > 0:
+        if self.action_nvec:
+            d, k = len(self.action_nvec), max(self.action_nvec)
+            flat = nn.Dense(d * k, kernel_init=orthogonal(0.01), name="policy_out")(h_policy)
+            policy = MultiCategorical(flat.reshape(flat.shape[:-1] + (d, k)), tuple(self.action_nvec))
+        elif self.action_dim > 0:
             mean = nn.Dense(self.action_dim, kernel_init=orthogonal(0.01),
                             name="policy_out")(h_policy)
             log_std = self.param("log_std", nn.initializers.constant(self.log_std_init), (self.action_dim,))
