@@ -8,7 +8,9 @@ measured); here the before and after programs are compiled in one process and ca
 update per call, after one untimed call each), so both see the same load. `--before REV` exports that
 commit's `minimax/` with `git archive` into `runs/ab/REV/minimax_before/`, its imports renamed so that it
 loads beside the working tree's `minimax`; `--before-dir` uses such an export made elsewhere (a GPU
-machine has no git history). Prints compile seconds and the min and median seconds per update per side.
+machine has no git history). Prints compile seconds and the min and median seconds per update per side,
+and how far apart the two sides' metrics of their last update are (same seed, same updates: a change that
+computes the same update gives gaps at float rounding).
 """
 
 from __future__ import annotations
@@ -85,20 +87,37 @@ def main(argv=None) -> None:
     sides = {"before": build("minimax_before", a.preset, a.seeds, overrides),
              "after": build("minimax", a.preset, a.seeds, overrides)}
     times: dict[str, list[float]] = {k: [] for k in sides}
+    last: dict[str, dict] = {}
     for side in sides.values():  # one untimed call each
         side[1], metrics = side[0](side[1], side[2])
         jax.block_until_ready(metrics)
     for _ in range(a.rounds):
         for name, side in sides.items():
             t0 = time.perf_counter()
-            side[1], metrics = side[0](side[1], side[2])
-            jax.block_until_ready(metrics)
+            side[1], last[name] = side[0](side[1], side[2])
+            jax.block_until_ready(last[name])
             times[name].append(time.perf_counter() - t0)
     device = jax.devices()[0].device_kind
     for name, side in sides.items():
         print(f"{device} | {a.preset} x {a.seeds} {' '.join(a.set)} | {name} | compile {side[3]:.1f} s | "
               f"s/update min {min(times[name]):.4f} median {statistics.median(times[name]):.4f} "
               f"({a.rounds} alternating calls)", flush=True)
+    print(metric_gaps(last["before"], last["after"]))
+
+
+def metric_gaps(before: dict, after: dict, worst: int = 4) -> str:
+    """How far the two versions' metrics of the last update are apart (same seed, same number of
+    updates): the largest relative gaps, `|a - b| / max(|a|, |b|, 1e-6)`."""
+    import numpy as np  # noqa: PLC0415
+
+    gaps = {}
+    for key in sorted(set(before) & set(after)):
+        x, y = np.asarray(before[key], np.float64), np.asarray(after[key], np.float64)
+        gaps[key] = (float(np.max(np.abs(x - y) / np.maximum(np.maximum(np.abs(x), np.abs(y)), 1e-6))),
+                     float(np.max(np.abs(x))), float(np.max(np.abs(x - y))))
+    top = sorted(gaps.items(), key=lambda kv: -kv[1][0])[:worst]
+    return (f"metrics ({len(gaps)} shared), largest relative gaps before/after: "
+            + ", ".join(f"{k} {r:.1e} (|before| {m:.2g}, |gap| {g:.1e})" for k, (r, m, g) in top))
 
 
 if __name__ == "__main__":
