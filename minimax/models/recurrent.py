@@ -55,7 +55,7 @@ def _gate_activations(gates):
     n = gates.shape[-1] // 4
     is_g = np.zeros(4 * n, bool)
     is_g[2 * n:3 * n] = True
-    t = jnp.tanh(gates * np.where(is_g, 1.0, 0.5).astype(np.float32))
+    t = jnp.tanh(gates * jnp.asarray(np.where(is_g, 1.0, 0.5), gates.dtype))
     return jnp.where(is_g, t, 0.5 + 0.5 * t)
 
 
