@@ -22,7 +22,8 @@ class EnvConfig:
 
     env_name: Annotated[str, tyro.conf.arg(name="env")] = "maze"
     """The UED environment (minimax.envs.registry): maze (AMaze), cartpole or pendulum (gymnax physics as levels),
-    craftax (Craftax-Classic worlds; needs the craftax package), jaxnav (JaxNav maps; needs jaxmarl), or one
+    craftax (Craftax-Classic worlds; needs the craftax package), jaxnav (JaxNav maps; needs jaxmarl), kinetix
+    (Kinetix 2D physics scenes; needs the kinetix extra), or one
     registered with minimax.register_env. Each reads its own options below. Stepped on the host with their own options (docs/host_envs.md;
     `python train.py --env procgen-bigfish --help`): procgen-<game> (Procgen), gym-<id> (gymnasium)."""
     maze_height: int = 13
@@ -31,7 +32,7 @@ class EnvConfig:
     """Maze interior width in cells."""
     max_episode_steps: int = 0
     """Episode step budget on training levels; 0 = the environment's own (maze 250, cartpole 500, pendulum 200,
-    craftax 10000, jaxnav 500)."""
+    craftax 10000, jaxnav 500, kinetix 256)."""
     n_walls: int = 60
     """Wall draws per generated level (with replacement); 0 generates empty levels (ACCEL)."""
     n_actions: Literal[3, 7] = 7
@@ -49,13 +50,19 @@ class EnvConfig:
     mutator: str = ""
     """ACCEL edit, one of the environment's mutators; empty = its first. maze: minimax (the default: nothing / flip
     a wall / move the goal) or four_edit (add, remove wall, move agent, goal); cartpole, pendulum: perturb;
-    craftax: tiles; jaxnav: flip_goal (nothing / add a wall / move the goal, SFL's)."""
+    craftax: tiles; jaxnav: flip_goal (nothing / add a wall / move the goal, SFL's); kinetix: kinetix (the authors')."""
     nav_fill: float = 0.6
     """JaxNav: generated maps wall off a uniform number of interior cells below this fraction (SFL's 0.6)."""
     nav_valid_path_check: bool = False
     """JaxNav: generated goals lie in the start's connected free region (SFL's test sets; its training does not)."""
     nav_actions: Literal["continuous", "discrete"] = "continuous"
     """JaxNav: continuous (target speed and turn rate, a Gaussian policy; SFL's) or discrete (jaxmarl's 15 pairs)."""
+    kinetix_size: Literal["s", "m", "l"] = "s"
+    """Kinetix: the size class of the scenes (s: 5 polygons, 2 circles, 1 joint, 1 thruster; m; l); the held-out
+    suite of the same name is the default evaluation."""
+    kinetix_filter_steps: int = 0
+    """Kinetix: > 0 draws each new level from 2 sampled ones, avoiding one the no-op action solves within this many
+    steps (the authors' PLR and SFL filter, 64; their DR does not filter: 0)."""
 
     def __post_init__(self):
         check(self, self._rules)
@@ -64,7 +71,7 @@ class EnvConfig:
         if self.env_name not in env_names():
             c.add(f"--env must be one of {', '.join(env_names())}, got {self.env_name!r}")
         c.positive("maze_height", "maze_width")
-        c.non_negative("n_walls", "max_episode_steps")
+        c.non_negative("n_walls", "max_episode_steps", "kinetix_filter_steps")
         if not 0.0 <= self.nav_fill < 1.0:
             c.add(f"--nav-fill must be in [0, 1), got {self.nav_fill!r}")
         if c.problems:

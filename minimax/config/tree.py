@@ -181,7 +181,7 @@ class TrainConfig:
         except ValueError:
             return out
         out["max_episode_steps"] = spec.make_params(self.env).max_steps
-        out["eval_suite"] = self.eval.eval_suite.strip() or spec.default_suite
+        out["eval_suite"] = self.eval.eval_suite.strip() or spec.default_suite_for(self.env)
         out["mutator"] = self.env.mutator or next(iter(spec.mutators), "")
         return out
 

@@ -19,7 +19,9 @@ What an entry provides, and why each piece exists:
 - `level_metrics(level) -> {name: scalar}`: per-level statistics for the logs (optional).
 - `held_out(suite) -> [HeldOutLevel]`: named evaluation levels (`--eval-suite`,
   `evaluate.py --suite`); `suites` lists the names it knows, `default_suite` is the one
-  training evaluates on periodically, `test_suite` the benchmark `evaluate.py` scores by default.
+  training evaluates on periodically, `test_suite` the benchmark `evaluate.py` scores by default;
+  `default_suite_of(options) -> str` (optional) replaces both where they depend on the run's
+  options (Kinetix: the size class's own levels).
 - `make_model(cfg) -> flax module`: the student network that suits the env's
   observations and actions (`(carry, obs, reset) -> (carry, policy, value)`); `cores`: the
   `--recurrent-cell` values it accepts.
@@ -101,6 +103,7 @@ class UEDEnv:
     suites: tuple[str, ...] = ()
     default_suite: str = ""
     test_suite: str = ""
+    default_suite_of: Callable[[Any], str] | None = None
     mutators: dict[str, Callable[[int], Callable]] = dataclasses.field(default_factory=dict)
     level_identity: Callable | None = None
     level_metrics: Callable | None = None
@@ -114,6 +117,14 @@ class UEDEnv:
     trace_state: Callable | None = None
     render_episode: Callable | None = None
     render_levels: Callable | None = None
+
+    def default_suite_for(self, options) -> str:
+        """The suite training evaluates on, for a run's `EnvConfig`."""
+        return self.default_suite_of(options) if self.default_suite_of else self.default_suite
+
+    def test_suite_for(self, options) -> str:
+        """The suite `evaluate.py` scores by default, for a run's `EnvConfig`."""
+        return self.default_suite_of(options) if self.default_suite_of else self.test_suite
 
     def make_mutator(self, name: str, n_edits: int) -> Callable:
         """The mutator `name` (empty: the env's first, its default) applying `n_edits` edits."""
@@ -175,3 +186,4 @@ register("cartpole", _entry("minimax.envs.classic.spec", "CARTPOLE"))
 register("pendulum", _entry("minimax.envs.classic.spec", "PENDULUM"))
 register("craftax", _entry("minimax.envs.craftax.spec", "CRAFTAX"), requires="craftax")
 register("jaxnav", _entry("minimax.envs.jaxnav.spec", "JAXNAV"), requires="jaxnav")
+register("kinetix", _entry("minimax.envs.kinetix.spec", "KINETIX"), requires="kinetix")

@@ -59,11 +59,13 @@ def runs_env(runs) -> UEDEnv:
     return get_env(next(iter(envs), "maze"))
 
 
-def load_mazes(suite: str, level_files: list[str], spec: UEDEnv | None = None):
-    """The held-out levels of `suite` (DEFAULT_SUITE: the env's benchmark suite; '' none) and level files."""
+def load_mazes(suite: str, level_files: list[str], spec: UEDEnv | None = None, options=None):
+    """The held-out levels of `suite` (DEFAULT_SUITE: the env's benchmark suite for the runs' env
+    `options`; '' none) and level files."""
     spec = spec or get_env("maze")
+    test_suite = spec.test_suite if options is None else spec.test_suite_for(options)
     try:
-        mazes = list(spec.held_out(spec.test_suite if suite == DEFAULT_SUITE else suite)) if suite else []
+        mazes = list(spec.held_out(test_suite if suite == DEFAULT_SUITE else suite)) if suite else []
         for path in level_files:
             if spec.load_levels is None:
                 raise ValueError(f"--levels: --env {spec.name} has no level file format")
@@ -336,7 +338,7 @@ def _evaluate(args: EvaluateConfig, out_dir: Path) -> dict:
         raise EvaluateError(f"--gif: --env {spec.name} does not render episodes")
     if args.cvar and not spec.binary_outcome:
         raise EvaluateError(f"--cvar ranks levels by solved rate; --env {spec.name} has no success outcome")
-    mazes = load_mazes(args.suite, list(args.levels), spec)
+    mazes = load_mazes(args.suite, list(args.levels), spec, run_config(args.runs[0]).env if args.runs else None)
     policies = [p for run in args.runs for p in load_policies(run, args.checkpoint)]
     check_writable(out_dir)
     results = []

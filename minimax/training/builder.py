@@ -160,4 +160,4 @@ def make_evaluator(cfg: TrainConfig) -> SuiteEvaluator:
 def eval_levels(cfg: TrainConfig, suite: str = ""):
     """The held-out levels of `suite` (empty: the environment's default suite)."""
     spec = env_spec(cfg)
-    return spec.held_out(suite.strip() or spec.default_suite)
+    return spec.held_out(suite.strip() or spec.default_suite_for(cfg.env))

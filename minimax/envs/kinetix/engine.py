@@ -1,0 +1,65 @@
+"""Importing Kinetix (`kinetix-env`) without its training stack, and its objects for one size class.
+
+`kinetix/util/__init__.py` imports the authors' whole training code (hydra, omegaconf, grain, zarr,
+their wandb logging), although the environment only needs `kinetix.util.saving` (the level JSON
+reader). Registering `kinetix.util` as an empty package before the first import skips that
+`__init__` and keeps the install to the physics engine (`jax2d`), the renderer (`jaxgl`) and
+`safetensors`; submodules of `kinetix.util` still import normally from its folder.
+
+`kinetix_objects(size, frame_skip, max_steps, dense_reward_scale)` builds the authors' env object
+for those static settings once (`make_kinetix_env` with multi-discrete actions and flat symbolic
+observations, no reset function: minimax resets to levels itself).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import sys
+import types
+
+import jax
+
+
+def _register_util_package() -> None:
+    if "kinetix.util" in sys.modules:
+        return
+    spec = importlib.util.find_spec("kinetix")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("No module named 'kinetix' (the kinetix-env package)")
+    import kinetix  # noqa: F401, PLC0415 (the parent package first: its __init__ is empty)
+
+    util = types.ModuleType("kinetix.util")
+    util.__path__ = [f"{spec.submodule_search_locations[0]}/util"]
+    util.__package__ = "kinetix.util"
+    sys.modules["kinetix.util"] = util
+
+
+_register_util_package()
+
+from kinetix.environment import (  # noqa: E402
+    ActionType, EnvParams, EnvState, ObservationType, UEDParams, make_kinetix_env, make_mutate_env,
+    sample_kinetix_level, static_env_params_from_size,
+)
+from kinetix.util.saving import load_evaluation_levels  # noqa: E402
+
+SIZES = ("s", "m", "l")
+
+__all__ = ["EnvParams", "EnvState", "UEDParams", "SIZES", "kinetix_objects", "load_evaluation_levels",
+           "make_mutate_env", "sample_kinetix_level"]
+
+
+@functools.lru_cache(maxsize=None)
+def kinetix_objects(size: str, frame_skip: int, max_steps: int, dense_reward_scale: float):
+    """`(env, env_params, static_env_params)`: the authors' `KinetixEnv` for a size class.
+
+    Built eagerly even inside a `jit` trace (their constructors compute arrays that the env keeps,
+    which must be constants, not tracers) and cached per settings."""
+    if size not in SIZES:
+        raise ValueError(f"Kinetix size class must be one of {', '.join(SIZES)}, got {size!r}")
+    with jax.ensure_compile_time_eval():
+        static = static_env_params_from_size(size).replace(frame_skip=int(frame_skip))
+        params = EnvParams().replace(max_timesteps=int(max_steps), dense_reward_scale=float(dense_reward_scale))
+        env = make_kinetix_env(ActionType.MULTI_DISCRETE, ObservationType.SYMBOLIC_FLAT, None, params, static,
+                               auto_reset=False)
+    return env, params, static
