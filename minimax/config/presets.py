@@ -2,7 +2,8 @@
 
 The minimax report's Table 5 (LSTM student) and Table 6 (S5 student, `*_s5`), value for value
 (docs/DESIGN.md lists where the released JSON configs differ), SFL's authors' maze run (`sfl`),
-NCC's (`ncc`, `ncc_reg`) and SFL's JaxNav runs (`jaxnav_dr`, `jaxnav_plr`, `jaxnav_sfl`);
+NCC's (`ncc`, `ncc_reg`), SFL's JaxNav runs (`jaxnav_dr`, `jaxnav_plr`, `jaxnav_sfl`) and the Kinetix authors'
+(`kinetix_dr`, `kinetix_plr`, `kinetix_accel`, `kinetix_sfl`);
 `python train.py --preset plr --lr 1e-3` overrides one value. A preset is data (flat options);
 `minimax.config.PRESETS` holds them as `TrainConfig`s. The report's presets train for 30,000 PPO
 updates of the student (`--budget updates`), its "30k PPO updates"; the others for their authors'
@@ -133,9 +134,40 @@ JAXNAV_SFL = {**JAXNAV_DR, "preset": "jaxnav_sfl", "method": "sfl", "sfl_batches
 """SFL on JaxNav (`jaxnav-sfl.yaml` there): 5 batches of 1,000 levels played 1,000 steps, the 100 most learnable
 kept, refreshed every 50 updates (their EVAL_FREQ block), 128 of the 256 envs on them."""
 
+KINETIX_DR = dict(preset="kinetix_dr", method="dr", env="kinetix", kinetix_size="s", num_updates=8192, num_envs=2048,
+                  num_steps=64, lr=5e-5, anneal_lr=False, gamma=0.995, gae_lambda=0.9, n_epochs=8, n_minibatches=32,
+                  clip_eps=0.2, entropy_coef=0.01, value_coef=0.5, max_grad_norm=1.0, adam_eps=1e-5,
+                  recurrent_cell="none", mlp_hidden=128, log_every=64, eval_every=64, eval_episodes=20,
+                  checkpoint_every=512)
+"""The Kinetix authors' PPO (`FLAIROx/Kinetix`, `configs/ppo.yaml`: `learning/ppo-base.yaml` + `ppo-rnn.yaml`,
+`env_size/s.yaml`, `eval/s.yaml`): 2,048 envs x 64 steps, 8 epochs x 32 minibatches, gamma 0.995, lambda 0.9,
+clip 0.2, entropy 0.01, grad norm 1.0, a constant lr 5e-5, adam eps 1e-5; 2^30 steps (8,192 updates); 20 episodes
+per held-out level. Their default student is an entity transformer; ours the flat-symbolic MLP (`envs/kinetix`)."""
+
+KINETIX_PLR = {**KINETIX_DR, "preset": "kinetix_plr", "method": "plr", "num_steps": 256, "num_updates": 2048,
+               "buffer_size": 4000, "replay_prob": 0.5, "score_function": "maxmc", "score_transform": "rank",
+               "temperature": 1.0, "staleness_coef": 0.3, "min_fill_ratio": 0.5, "unique_levels": False,
+               "kinetix_filter_steps": 64}
+"""Their PLR (`configs/plr.yaml`, `ued/plr.yaml`): MaxMC with rank prioritisation (temperature 1), staleness
+0.3, replay probability 0.5, a 4,000-level buffer replayed once half full, no duplicate check, gradient updates
+on new levels (`exploratory_grad_updates`: PLR, not robust PLR), new levels through the no-op filter. Their cycle
+is 4 x 64 steps with a PPO update after each 64; ours one 256-step rollout and one update (2^30 steps)."""
+
+KINETIX_ACCEL = {**KINETIX_PLR, "preset": "kinetix_accel", "method": "accel", "n_mutations": 5}
+"""Their ACCEL (`ued/accel.yaml`): the PLR settings above with 5 edits per mutation."""
+
+KINETIX_SFL = {**KINETIX_DR, "preset": "kinetix_sfl", "method": "sfl", "num_steps": 256, "num_updates": 2048,
+               "sfl_batches": 3, "sfl_batch_levels": 4096, "sfl_rollout_steps": 512, "sfl_set_size": 1024,
+               "sfl_refresh_every": 128, "sfl_set_fraction": 0.5, "kinetix_filter_steps": 64,
+               "log_every": 128, "eval_every": 128}
+"""Their SFL (`configs/sfl.yaml`, `ued/sfl.yaml`): 3 batches of 4,096 filtered random levels played 512 steps,
+the 1,024 most learnable kept, refreshed every 128 updates, half the envs on them; 256-step rollouts."""
+
 PRESET_OPTIONS: dict[str, dict] = {**{name: _preset(name) for name in (*TABLE_5, *TABLE_6)}, "sfl": SFL_MAZE,
                                    "ncc": NCC_MAZE, "ncc_reg": NCC_REG_MAZE, "jaxnav_dr": JAXNAV_DR,
-                                   "jaxnav_plr": JAXNAV_PLR, "jaxnav_sfl": JAXNAV_SFL}
+                                   "jaxnav_plr": JAXNAV_PLR, "jaxnav_sfl": JAXNAV_SFL, "kinetix_dr": KINETIX_DR,
+                                   "kinetix_plr": KINETIX_PLR, "kinetix_accel": KINETIX_ACCEL,
+                                   "kinetix_sfl": KINETIX_SFL}
 """The methods' published configurations, by preset name: the minimax report's with an LSTM student
 (its Table 5; the learned-teacher presets share Table 5's PAIRED column) and with an S5
 student (its Table 6, `*_s5`; the S5 PAIRED teacher keeps Table 5's LSTM network, as the report

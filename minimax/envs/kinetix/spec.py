@@ -21,6 +21,7 @@ min margin: the policy is a product of 6). There is no exact optimum (no oracle 
 from __future__ import annotations
 
 from minimax.envs.kinetix.env import KinetixParams, KinetixSingle, action_nvec
+from minimax.envs.kinetix.render import render_episode, render_levels, trace_state
 from minimax.envs.kinetix.levels import SUITES, held_out, level_metrics, make_kinetix_generator, \
     make_kinetix_mutator
 from minimax.envs.registry import UEDEnv
@@ -54,4 +55,7 @@ KINETIX = UEDEnv(
     binary_outcome=True,     # solved: a green shape touched a blue one
     discrete_actions=False,  # multi-discrete: the one-categorical scores are refused
     cores=("none", "lstm", "gru", "s5"),
+    trace_state=trace_state,
+    render_episode=render_episode,
+    render_levels=render_levels,
 )

@@ -1,0 +1,225 @@
+"""Kinetix as a UED environment: step for step the authors' own env object from the same level with
+the same actions, their sampler, mutator and hand-designed held-out levels, and whole runs."""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+pytest.importorskip("jax2d")
+pytest.importorskip("kinetix")
+
+from minimax.cli.train import main  # noqa: E402
+from minimax.envs.kinetix import (  # noqa: E402
+    KinetixParams, KinetixSingle, canonical_level, held_out, level_names, make_kinetix_generator,
+    make_kinetix_mutator, noop_solves,
+)
+from minimax.envs.kinetix.engine import (  # noqa: E402
+    UEDParams, load_evaluation_levels, make_mutate_env, sample_kinetix_level,
+)
+from minimax.envs.registry import get_env  # noqa: E402
+from minimax.evaluation.evaluate import main as evaluate_main  # noqa: E402
+from minimax.training.loop import train  # noqa: E402
+from minimax.training.run_logs import read_rows  # noqa: E402
+from run_helpers import tiny, without_timing  # noqa: E402
+
+PARAMS = KinetixParams()
+ENV = KinetixSingle()
+N_STEPS = 40
+
+
+def assert_same_tree(a, b):
+    assert jax.tree.structure(a) == jax.tree.structure(b)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+@pytest.fixture(scope="module")
+def both_sides():
+    """One program: our generated level and the authors' sampler's from the same key, then an episode of
+    random multi-discrete actions on ours and on their env object (reset with the level as override)."""
+    env, env_params, static = PARAMS.objects()
+
+    @jax.jit
+    def run(key):
+        key_level, key_actions = jax.random.split(key)
+        ours = make_kinetix_generator(PARAMS)(key_level)
+        theirs = sample_kinetix_level(key_level, env.physics_engine, env_params, static, UEDParams())
+        actions = jax.vmap(ENV.action_space(PARAMS).sample)(jax.random.split(key_actions, N_STEPS))
+
+        def step(carry, action):
+            state, their_state = carry
+            state, r, d, info = ENV.step_env(jax.random.key(0), state, action, PARAMS)
+            o2, their_state, r2, d2, info2 = env.step_env(jax.random.key(0), their_state, action, env_params)
+            return (state, their_state), (ENV.get_obs(state, PARAMS), r, d, info["solved"], o2, r2, d2, info2["GoalR"])
+
+        start = ENV.init_state(ours, PARAMS)
+        their_obs, their_start = env.reset(jax.random.key(1), env_params, override_reset_state=theirs)
+        _, trace = jax.lax.scan(step, (start, their_start), actions)
+        return ours, theirs, start, their_obs, trace
+    return run(jax.random.key(7))
+
+
+def test_generated_levels_are_the_authors_sampler(both_sides):
+    ours, theirs, *_ = both_sides
+    assert_same_tree(ours, canonical_level(theirs))
+    assert int(ours.timestep) == 0 and float(ours.last_distance) == -1.0
+    assert all(not getattr(x, "weak_type", False) for x in jax.tree.leaves(ours))
+
+
+def test_an_episode_is_the_authors_step_for_step(both_sides):
+    _, _, start, their_obs, (obs, r, d, solved, o2, r2, d2, goal) = both_sides
+    np.testing.assert_array_equal(np.asarray(ENV.get_obs(start, PARAMS)), np.asarray(their_obs))
+    first = int(np.argmax(np.asarray(d2))) + 1 if np.any(d2) else N_STEPS  # up to their first done
+    assert first > 1, "the episode should run for a few steps"
+    np.testing.assert_array_equal(np.asarray(obs[:first]), np.asarray(o2[:first]))
+    np.testing.assert_array_equal(np.asarray(r[:first]), np.asarray(r2[:first]))
+    np.testing.assert_array_equal(np.asarray(d[:first]), np.asarray(d2[:first]))
+    np.testing.assert_array_equal(np.asarray(solved[:first]), np.asarray(goal[:first]))
+    assert obs.shape == (N_STEPS, 140) and ENV.action_space(PARAMS).nvec == (3, 3, 3, 3, 2, 2)
+
+
+def test_mutations_are_the_authors_key_for_key(both_sides):
+    level = both_sides[0]
+    _, env_params, static = PARAMS.objects()
+    theirs = make_mutate_env(static, env_params, UEDParams())  # built outside the trace, as the authors do
+
+    @jax.jit
+    def both(key, level):
+        return make_kinetix_mutator(5)(key, level), theirs(key, level, 5)
+    ours, theirs = both(jax.random.key(3), level)
+    assert_same_tree(ours, canonical_level(theirs))
+    assert jax.tree.map(lambda a: (a.shape, a.dtype), ours) == jax.tree.map(lambda a: (a.shape, a.dtype), level)
+    assert any(not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(ours), jax.tree.leaves(level)))
+    assert make_kinetix_mutator(0)(jax.random.key(3), level) is level
+    with pytest.raises(ValueError, match="n_edits"):
+        make_kinetix_mutator(-1)
+
+
+def test_held_out_levels_are_the_authors_hand_designed_ones():
+    names = level_names("s")
+    assert len(names) == 10 and names[0] == "s/h0_weak_thrust" and len(level_names("m")) == 24
+    levels = held_out("s")
+    assert [lv.name for lv in levels] == list(names)
+    theirs, _ = load_evaluation_levels(["s/h4_thrust_aim"], static_env_params_override=PARAMS.objects()[2])
+    assert_same_tree(levels[4].fixed_level, canonical_level(jax.tree.map(lambda x: x[0], theirs)))
+    assert levels[4].params_for(PARAMS) == PARAMS
+    with pytest.raises(ValueError, match="--eval-suite m"):
+        held_out("s")[0].params_for(KinetixParams(size="m"))
+    with pytest.raises(ValueError, match="known suites: s, m, l"):
+        held_out("xl")
+    spec = get_env("kinetix")
+    assert spec.default_suite_for(tiny("/tmp", env="kinetix", kinetix_size="m").env) == "m"
+
+
+def test_the_noop_filter_is_the_authors_and_keeps_one_of_two_sampled_levels():
+    """`noop_solves` against the authors' filter rollout (their auto-resetting `step` with the zero action,
+    the reward at the first done > 0.5), over 16 generated levels; the filtered generator returns one of
+    the two levels its key samples."""
+    env, env_params, _ = PARAMS.objects()
+    n_levels, n_steps = 16, 32
+
+    @jax.jit
+    def run(key):
+        key_levels, _ = jax.random.split(jax.random.key(5))  # the filtered generator's two candidates come first
+        keys = jnp.concatenate([jax.random.split(key_levels, 2), jax.random.split(key, n_levels - 2)])
+        levels = jax.vmap(make_kinetix_generator(PARAMS))(keys)
+        ours = jax.vmap(lambda lv: noop_solves(lv, PARAMS, n_steps))(levels)
+
+        def step(states, _):
+            zero = jnp.zeros((n_levels, 6), jnp.int32)
+            _, states, r, d, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None, 0))(
+                jax.random.split(jax.random.key(0), n_levels), states, zero, env_params, levels)
+            return states, (d, r)
+        _, (done, reward) = jax.lax.scan(step, levels, None, length=n_steps)
+        theirs = reward[jnp.argmax(done, axis=0), jnp.arange(n_levels)] > 0.5
+        kept = make_kinetix_generator(PARAMS, filter_steps=n_steps)(jax.random.key(5))
+        return ours, theirs, kept, jax.tree.map(lambda x: x[:2], levels)
+    ours, theirs, kept, candidates = run(jax.random.key(11))
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+    picked = [all(np.array_equal(a, b[i]) for a, b in zip(jax.tree.leaves(kept), jax.tree.leaves(candidates)))
+              for i in range(2)]
+    assert sum(picked) >= 1
+    with pytest.raises(ValueError, match="filter_steps"):
+        make_kinetix_generator(PARAMS, filter_steps=-1)
+
+
+KIN = dict(env="kinetix", recurrent_cell="none", mlp_hidden=16, num_envs=4, num_steps=16, num_updates=4, log_every=2,
+           checkpoint_every=2, eval_every=2, eval_episodes=1, max_episode_steps=24)
+
+
+@pytest.mark.slow
+def test_robust_plr_on_kinetix_trains_evaluates_and_resumes_exactly(tmp_path):
+    cfg = tiny(tmp_path / "a", **KIN, method="robust_plr", num_seeds=2, buffer_size=16, min_fill_ratio=0.25,
+               run_name="reference")
+    train(cfg)
+    rows = read_rows(cfg.run_dir)
+    assert [r["update"] for r in rows] == [2, 2, 2, 4, 4, 4]
+    last = rows[-1]
+    assert last["buffer/size"] > 0 and np.isfinite(last["policy_loss"])
+    assert 0 <= last["eval/mean_solved_rate"] <= 1 and "eval/s/h4_thrust_aim/return" in last
+    train(cfg.replace(out_dir=str(tmp_path / "b"), num_updates=2))
+    main(["--resume", "--num-updates", "4", "--out-dir", str(tmp_path / "b"), "--run-name", "reference",
+          "--no-progress"])
+    assert without_timing(read_rows(tmp_path / "b" / "reference")) == without_timing(rows)
+    evaluate_main([str(cfg.run_dir), "--episodes", "1", "--out", str(tmp_path / "e")])
+    doc = json.loads((tmp_path / "e" / "results.json").read_text())
+    assert len(doc["runs"]) == 2 and list(doc["runs"][0]["mazes"])[0] == "s/h0_weak_thrust"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["accel", "sfl"])
+def test_accel_and_sfl_train_on_kinetix(method, tmp_path):
+    options = dict(buffer_size=16, min_fill_ratio=0.25, n_mutations=2) if method == "accel" else dict(
+        sfl_batches=1, sfl_batch_levels=8, sfl_set_size=4, sfl_rollout_steps=24, sfl_refresh_every=2,
+        kinetix_filter_steps=4)
+    cfg = tiny(tmp_path, **{**KIN, "eval_every": 0, "num_updates": 2}, method=method, **options)
+    train(cfg)
+    row = read_rows(cfg.run_dir)[-1]
+    assert np.isfinite(row["policy_loss"])
+    if method == "accel":
+        assert row.get("mutated/count") is not None
+    else:  # half the envs play the learnability set, whose levels' statistics are logged
+        assert row["set/count"] > 0 and row["set/n_shapes"] >= 1
+
+
+def test_methods_that_cannot_apply_are_refused(tmp_path, capsys):
+    for extra, message in ((["--method", "paired"], "--env kinetix has none"),
+                           (["--method", "robust_plr", "--score-function", "oracle_regret"], "oracle_regret"),
+                           (["--method", "robust_plr", "--score-function", "least_confidence"], "least_confidence")):
+        with pytest.raises(SystemExit):
+            main(["--env", "kinetix", *extra, "--out-dir", str(tmp_path), "--no-progress"])
+        assert message in capsys.readouterr().err
+
+
+def test_presets_are_the_kinetix_authors_configuration():
+    """`configs/ppo.yaml`, `plr.yaml`, `sfl.yaml` of FLAIROx/Kinetix (ppo-base, ued/plr, ued/accel, ued/sfl)."""
+    from minimax.config import PRESETS
+
+    dr, plr, accel, sfl = (PRESETS[f"kinetix_{m}"].options() for m in ("dr", "plr", "accel", "sfl"))
+    want = dict(env="kinetix", kinetix_size="s", method="dr", num_envs=2048, num_steps=64, num_updates=8192,
+                lr=5e-5, anneal_lr=False, gamma=0.995, gae_lambda=0.9, n_epochs=8, n_minibatches=32, clip_eps=0.2,
+                entropy_coef=0.01, max_grad_norm=1.0, kinetix_filter_steps=0, eval_episodes=20)
+    assert {k: dr[k] for k in want} == want
+    assert dr["num_envs"] * dr["num_steps"] * dr["num_updates"] == 2**30
+    want_plr = dict(method="plr", buffer_size=4000, replay_prob=0.5, score_function="maxmc", score_transform="rank",
+                    staleness_coef=0.3, min_fill_ratio=0.5, unique_levels=False, kinetix_filter_steps=64)
+    assert {k: plr[k] for k in want_plr} == want_plr and accel["method"] == "accel" and accel["n_mutations"] == 5
+    want_sfl = dict(method="sfl", sfl_batches=3, sfl_batch_levels=4096, sfl_rollout_steps=512, sfl_set_size=1024,
+                    sfl_refresh_every=128, sfl_set_fraction=0.5, num_steps=256)
+    assert {k: sfl[k] for k in want_sfl} == want_sfl
+
+
+def test_pictures_of_levels_and_episodes():
+    from minimax.envs.kinetix.render import render_episode, render_levels, trace_state
+
+    levels = [h.fixed_level for h in held_out("s")[:2]]
+    images = render_levels(jax.tree.map(lambda *x: np.stack(x), *levels))
+    assert images.shape == (2, 125, 125, 3) and images.dtype == np.uint8 and not np.array_equal(images[0], images[1])
+    first = trace_state(ENV.init_state(levels[0], PARAMS))
+    trace = {k: np.stack([np.asarray(v) + 0.3 * t * (k.endswith("position")) for t in range(5)]) for k, v in first.items()}
+    frames = render_episode(levels[0], trace, PARAMS)
+    assert frames.shape == (5, 125, 125, 3) and not np.array_equal(frames[0], frames[-1])
+    np.testing.assert_array_equal(frames[0], images[0])
