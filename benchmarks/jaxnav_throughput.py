@@ -18,12 +18,9 @@ checksum (so XLA cannot skip computing it):
 
 from __future__ import annotations
 
-import argparse
-
 import jax
 import jax.numpy as jnp
-from machine import cpu_model
-from wrapped_env_bench import OURS, checksum_rollout, measure, ours_step
+from wrapped_env_bench import OURS, checksum_rollout, ours_step, throughput_table
 
 from minimax.envs.jaxnav import JaxNavSingle, NavParams, jaxnav_env, make_nav_generator
 from minimax.envs.jaxnav.env import known_warnings
@@ -53,22 +50,14 @@ def build(mode: str, num_envs: int):
     return checksum_rollout(init, step)
 
 
+def random_actions(steps: int, num_envs: int):
+    """Uniform (speed, turn rate) within jaxmarl's bounds."""
+    return jax.random.uniform(jax.random.key(1), (steps, num_envs, 2), minval=jnp.array([0.0, -0.6]),
+                              maxval=jnp.array([1.0, 0.6]))
+
+
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--envs", type=int, nargs="+", default=[32, 1024, 4096], help="vmapped batch sizes")
-    parser.add_argument("--steps", type=int, default=64, help="scan length per timed call")
-    parser.add_argument("--repeats", type=int, default=3, help="timed calls per mode")
-    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
-    args = parser.parse_args()
-    print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({cpu_model()}, {jax.device_count()} device)")
-    print(f"{args.steps} steps per call, fastest of {args.repeats} timed calls per mode")
-    print("| envs | mode | steps/s (wall) | steps per CPU s | compile s |\n|---:|---|---:|---:|---:|")
-    for num_envs in args.envs:
-        for mode in args.modes:
-            actions = jax.random.uniform(jax.random.key(1), (args.steps, num_envs, 2),
-                                         minval=jnp.array([0.0, -0.6]), maxval=jnp.array([1.0, 0.6]))
-            rate, cpu_rate, compile_s = measure(*build(mode, num_envs), actions, args.repeats)
-            print(f"| {num_envs} | {mode} | {rate:,.0f} | {cpu_rate:,.0f} | {compile_s:.1f} |", flush=True)
+    throughput_table(__doc__, MODES, build, random_actions)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""What the per-environment throughput benchmarks share (`craftax_throughput.py`, `jaxnav_throughput.py`):
+"""What the per-environment throughput benchmarks share (`craftax_throughput.py`, `jaxnav_throughput.py`,
+`kinetix_throughput.py`):
 our two wrapped modes of an environment, the checksum rollout, and the timing.
 
 - `ours_step(mode, env, params, generator, num_envs)`: `ours` is `ReplayAutoReset` (on done, back to the
@@ -6,14 +7,17 @@ our two wrapped modes of an environment, the checksum rollout, and the timing.
   level from a pool generated only as episodes end: domain randomisation);
 - `checksum_rollout(init, step)`: `jit(scan(step))` that reduces every observation and reward to a
   checksum, so XLA cannot skip computing them;
-- `measure(init, rollout, actions, repeats)`: steps per wall and per CPU second, fastest of `repeats`.
+- `measure(init, rollout, actions, repeats)`: steps per wall and per CPU second, fastest of `repeats`;
+- `throughput_table(doc, modes, build, make_actions)`: the command line and markdown table they print.
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import jax
+from machine import cpu_model
 
 from minimax.envs.wrappers import GenerateAutoReset, ReplayAutoReset
 
@@ -79,3 +83,22 @@ def measure(init, rollout, actions, repeats: int) -> tuple[float, float, float]:
         best_wall = min(best_wall, time.perf_counter() - w0)
         best_cpu = min(best_cpu, time.process_time() - c0)
     return num_envs * steps / best_wall, num_envs * steps / best_cpu, compile_s
+
+
+def throughput_table(doc: str, modes, build, make_actions) -> None:
+    """Parse `--envs --steps --repeats --modes` and print one table row per (batch, mode):
+    `build(mode, num_envs) -> (init, rollout)`, `make_actions(steps, num_envs) -> actions`."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--envs", type=int, nargs="+", default=[32, 1024, 4096], help="vmapped batch sizes")
+    parser.add_argument("--steps", type=int, default=64, help="scan length per timed call")
+    parser.add_argument("--repeats", type=int, default=3, help="timed calls per mode")
+    parser.add_argument("--modes", nargs="+", default=list(modes), choices=modes)
+    args = parser.parse_args()
+    print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({cpu_model()}, {jax.device_count()} device)")
+    print(f"{args.steps} steps per call, fastest of {args.repeats} timed calls per mode")
+    print("| envs | mode | steps/s (wall) | steps per CPU s | compile s |\n|---:|---|---:|---:|---:|")
+    for num_envs in args.envs:
+        for mode in args.modes:
+            rate, cpu_rate, compile_s = measure(*build(mode, num_envs), make_actions(args.steps, num_envs),
+                                                args.repeats)
+            print(f"| {num_envs} | {mode} | {rate:,.0f} | {cpu_rate:,.0f} | {compile_s:.1f} |", flush=True)

@@ -114,18 +114,16 @@ def test_held_out_levels_are_the_authors_hand_designed_ones():
     assert spec.default_suite_for(tiny("/tmp", env="kinetix", kinetix_size="m").env) == "m"
 
 
-def test_the_noop_filter_is_the_authors_and_keeps_one_of_two_sampled_levels():
+def test_the_noop_filter_is_the_authors():
     """`noop_solves` against the authors' filter rollout (their auto-resetting `step` with the zero action,
-    the reward at the first done > 0.5), over 16 generated levels; the filtered generator returns one of
-    the two levels its key samples."""
+    the reward at the first done > 0.5), over 16 generated levels. The filtered generator itself runs in
+    the SFL run below (`kinetix_filter_steps`)."""
     env, env_params, _ = PARAMS.objects()
     n_levels, n_steps = 16, 32
 
     @jax.jit
     def run(key):
-        key_levels, _ = jax.random.split(jax.random.key(5))  # the filtered generator's two candidates come first
-        keys = jnp.concatenate([jax.random.split(key_levels, 2), jax.random.split(key, n_levels - 2)])
-        levels = jax.vmap(make_kinetix_generator(PARAMS))(keys)
+        levels = jax.vmap(make_kinetix_generator(PARAMS))(jax.random.split(key, n_levels))
         ours = jax.vmap(lambda lv: noop_solves(lv, PARAMS, n_steps))(levels)
 
         def step(states, _):
@@ -134,14 +132,9 @@ def test_the_noop_filter_is_the_authors_and_keeps_one_of_two_sampled_levels():
                 jax.random.split(jax.random.key(0), n_levels), states, zero, env_params, levels)
             return states, (d, r)
         _, (done, reward) = jax.lax.scan(step, levels, None, length=n_steps)
-        theirs = reward[jnp.argmax(done, axis=0), jnp.arange(n_levels)] > 0.5
-        kept = make_kinetix_generator(PARAMS, filter_steps=n_steps)(jax.random.key(5))
-        return ours, theirs, kept, jax.tree.map(lambda x: x[:2], levels)
-    ours, theirs, kept, candidates = run(jax.random.key(11))
+        return ours, reward[jnp.argmax(done, axis=0), jnp.arange(n_levels)] > 0.5
+    ours, theirs = run(jax.random.key(11))
     np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
-    picked = [all(np.array_equal(a, b[i]) for a, b in zip(jax.tree.leaves(kept), jax.tree.leaves(candidates)))
-              for i in range(2)]
-    assert sum(picked) >= 1
     with pytest.raises(ValueError, match="filter_steps"):
         make_kinetix_generator(PARAMS, filter_steps=-1)
 
@@ -170,19 +163,13 @@ def test_robust_plr_on_kinetix_trains_evaluates_and_resumes_exactly(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["accel", "sfl"])
-def test_accel_and_sfl_train_on_kinetix(method, tmp_path):
-    options = dict(buffer_size=16, min_fill_ratio=0.25, n_mutations=2) if method == "accel" else dict(
-        sfl_batches=1, sfl_batch_levels=8, sfl_set_size=4, sfl_rollout_steps=24, sfl_refresh_every=2,
-        kinetix_filter_steps=4)
-    cfg = tiny(tmp_path, **{**KIN, "eval_every": 0, "num_updates": 2}, method=method, **options)
+def test_sfl_with_the_noop_filter_trains_on_kinetix(tmp_path):
+    cfg = tiny(tmp_path, **{**KIN, "eval_every": 0, "num_updates": 2}, method="sfl", sfl_batches=1,
+               sfl_batch_levels=8, sfl_set_size=4, sfl_rollout_steps=24, sfl_refresh_every=2, kinetix_filter_steps=4)
     train(cfg)
     row = read_rows(cfg.run_dir)[-1]
     assert np.isfinite(row["policy_loss"])
-    if method == "accel":
-        assert row.get("mutated/count") is not None
-    else:  # half the envs play the learnability set, whose levels' statistics are logged
-        assert row["set/count"] > 0 and row["set/n_shapes"] >= 1
+    assert row["set/count"] > 0 and row["set/n_shapes"] >= 1  # half the envs play the learnability set
 
 
 def test_methods_that_cannot_apply_are_refused(tmp_path, capsys):
