@@ -8,6 +8,8 @@ checksum (so XLA cannot skip computing it). Size class s, flat symbolic observat
             evaluation; the level's first observation is stored, so a reset renders nothing);
 - ours-gen: `GenerateAutoReset(KinetixSingle(), make_kinetix_generator(params))`, on done a fresh level
             from a pool generated only as episodes end (domain randomisation);
+- ours-gen-filter: `ours-gen` with the authors' no-op filter on every fresh level (`--kinetix-filter-steps
+            64`, their PLR and SFL: 2 levels sampled and played 64 no-op steps each per level kept);
 - kinetix:  the authors' `KinetixEnv.step` with `make_reset_fn_sample_kinetix_level` (their PPO's env:
             its auto-reset samples a fresh level on every step and selects it where an episode ended);
 - kinetix-noreset: their `step_env`, no reset at all: the cost of the physics and observation alone.
@@ -24,15 +26,16 @@ from wrapped_env_bench import OURS, checksum_rollout, ours_step, throughput_tabl
 from minimax.envs.kinetix import KinetixParams, KinetixSingle, make_kinetix_generator
 from minimax.envs.kinetix.engine import make_kinetix_env
 
-MODES = ("ours", "ours-gen", "kinetix", "kinetix-noreset")
+MODES = ("ours", "ours-gen", "ours-gen-filter", "kinetix", "kinetix-noreset")
+FILTER_STEPS = 64
 
 
 def build(mode: str, num_envs: int):
     """`(init(key) -> state, rollout(state, key, actions) -> (state, key, checksum, dones))`, jitted."""
     env, params = KinetixSingle(), KinetixParams()
-    generate = make_kinetix_generator(params)
-    if mode in OURS:
-        return checksum_rollout(*ours_step(mode, env, params, generate, num_envs))
+    if mode in OURS or mode == "ours-gen-filter":
+        generate = make_kinetix_generator(params, FILTER_STEPS if mode == "ours-gen-filter" else 0)
+        return checksum_rollout(*ours_step(mode.removesuffix("-filter"), env, params, generate, num_envs))
     if mode not in ("kinetix", "kinetix-noreset"):
         raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
     base, env_params, static = params.objects()

@@ -140,31 +140,32 @@ def test_the_noop_filter_is_the_authors():
 
 
 KIN = dict(env="kinetix", recurrent_cell="none", mlp_hidden=16, num_envs=4, num_steps=16, num_updates=4, log_every=2,
-           checkpoint_every=2, eval_every=2, eval_episodes=1, max_episode_steps=24)
+           checkpoint_every=2, eval_every=0, eval_episodes=1, max_episode_steps=24)
 
 
 @pytest.mark.slow
 def test_robust_plr_on_kinetix_trains_evaluates_and_resumes_exactly(tmp_path):
+    """Two seeds in one program; the run stopped at update 2 and resumed to 4 logs what the whole run
+    logged; `evaluate.py` scores both seeds on the run's own size class (the default suite). No periodic
+    evaluation: Kinetix programs take a minute to compile, and `evaluate.py` compiles the same evaluator."""
     cfg = tiny(tmp_path / "a", **KIN, method="robust_plr", num_seeds=2, buffer_size=16, min_fill_ratio=0.25,
                run_name="reference")
     train(cfg)
     rows = read_rows(cfg.run_dir)
     assert [r["update"] for r in rows] == [2, 2, 2, 4, 4, 4]
-    last = rows[-1]
-    assert last["buffer/size"] > 0 and np.isfinite(last["policy_loss"])
-    assert 0 <= last["eval/mean_solved_rate"] <= 1 and "eval/s/h4_thrust_aim/return" in last
+    assert rows[-1]["buffer/size"] > 0 and np.isfinite(rows[-1]["policy_loss"]) and rows[-1]["new/n_shapes"] >= 1
     train(cfg.replace(out_dir=str(tmp_path / "b"), num_updates=2))
     main(["--resume", "--num-updates", "4", "--out-dir", str(tmp_path / "b"), "--run-name", "reference",
           "--no-progress"])
     assert without_timing(read_rows(tmp_path / "b" / "reference")) == without_timing(rows)
     evaluate_main([str(cfg.run_dir), "--episodes", "1", "--out", str(tmp_path / "e")])
     doc = json.loads((tmp_path / "e" / "results.json").read_text())
-    assert len(doc["runs"]) == 2 and list(doc["runs"][0]["mazes"])[0] == "s/h0_weak_thrust"
+    assert len(doc["runs"]) == 2 and list(doc["runs"][0]["mazes"]) == list(level_names("s"))
 
 
 @pytest.mark.slow
 def test_sfl_with_the_noop_filter_trains_on_kinetix(tmp_path):
-    cfg = tiny(tmp_path, **{**KIN, "eval_every": 0, "num_updates": 2}, method="sfl", sfl_batches=1,
+    cfg = tiny(tmp_path, **{**KIN, "num_updates": 2}, method="sfl", sfl_batches=1,
                sfl_batch_levels=8, sfl_set_size=4, sfl_rollout_steps=24, sfl_refresh_every=2, kinetix_filter_steps=4)
     train(cfg)
     row = read_rows(cfg.run_dir)[-1]
@@ -174,6 +175,7 @@ def test_sfl_with_the_noop_filter_trains_on_kinetix(tmp_path):
 
 def test_methods_that_cannot_apply_are_refused(tmp_path, capsys):
     for extra, message in ((["--method", "paired"], "--env kinetix has none"),
+                           (["--eval-suite", "m"], "size-m levels"),
                            (["--method", "robust_plr", "--score-function", "oracle_regret"], "oracle_regret"),
                            (["--method", "robust_plr", "--score-function", "least_confidence"], "least_confidence")):
         with pytest.raises(SystemExit):

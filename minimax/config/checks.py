@@ -99,7 +99,9 @@ def _env_problems(c, spec, method):
     env = c.env.env_name
     if c.eval.eval_every and c.eval.eval_suite.strip():
         try:
-            spec.held_out(c.eval.eval_suite)
+            levels = spec.held_out(c.eval.eval_suite)
+            if levels:  # a suite the training levels' params cannot play (Kinetix: another size class)
+                levels[0].params_for(spec.make_params(c.env))
         except ValueError as err:
             yield f"--eval-suite: {err}"
     if method is not None and method.mutates:

@@ -101,16 +101,15 @@ class KinetixSingle(Environment):
 
     def init_state(self, level: EnvState, params: KinetixParams) -> KinetixState:
         env, _, _ = params.objects()
-        scene = canonical_level(level)
+        scene = canonical_level(level)  # the scene at its start is the level
         obs = env.get_obs(scene)
-        return KinetixState(scene=scene, level=level, obs=obs, start_obs=obs)
+        return KinetixState(scene=scene, level=scene, obs=obs, start_obs=obs)
 
     def level_of(self, state: KinetixState) -> EnvState:
         return state.level
 
     def restart_state(self, state: KinetixState, params: KinetixParams) -> KinetixState:
-        return KinetixState(scene=canonical_level(state.level), level=state.level, obs=state.start_obs,
-                            start_obs=state.start_obs)
+        return KinetixState(scene=state.level, level=state.level, obs=state.start_obs, start_obs=state.start_obs)
 
     def step_env(self, key, state: KinetixState, action, params: KinetixParams):
         env, env_params, _ = params.objects()
