@@ -1,5 +1,6 @@
 """The experiment loop: determinism, resume, checkpoints, logs, the CLI and the presets."""
 
+import importlib.util
 import json
 
 import jax
@@ -153,7 +154,7 @@ def test_cli_rejects_an_unknown_preset_and_resume_changes_that_alter_the_run(ref
         main(["--preset", "nope"])
     assert ("error: --preset must be one of dr, plr, accel, pplr, paccel, paired, pop_paired, minimax_adversary, "
             "dr_s5, paired_s5, plr_s5, pplr_s5, accel_s5, paccel_s5, sfl, ncc, ncc_reg, jaxnav_dr, jaxnav_plr, "
-            "jaxnav_sfl, got 'nope'") in capsys.readouterr().err
+            "jaxnav_sfl, kinetix_dr, kinetix_plr, kinetix_accel, kinetix_sfl, got 'nope'") in capsys.readouterr().err
     with pytest.raises(ConfigError, match=r"--lr \(saved 0.003, given 0.1\)"):
         parse_config(["--resume", "--out-dir", reference_run.out_dir, "--run-name", "reference", "--lr", "0.1"])
     # Extending a run is allowed.
@@ -165,8 +166,14 @@ def test_cli_rejects_an_unknown_preset_and_resume_changes_that_alter_the_run(ref
 def test_the_cli_presets_are_the_config_presets():
     """The values themselves are checked against the report's Table 5 in test_plr_runners.py."""
     for name in PRESETS:
+        if name.startswith("kinetix_") and importlib.util.find_spec("kinetix") is None:
+            continue  # building the config loads the environment
         cfg = parse_config(["--preset", name])
         assert cfg == PRESETS[name]
+        if name.startswith("kinetix_"):  # the Kinetix authors' runs: their env, size s
+            assert (cfg.env.env_name, env_params(cfg).max_steps, cfg.effective_options()["eval_suite"],
+                    cfg.eval.eval_episodes) == ("kinetix", 256, "s", 20)
+            continue
         if name.startswith("jaxnav_"):  # SFL's JaxNav learner: its own env, suites and schedule
             assert (cfg.env.env_name, env_params(cfg).max_steps, [m.name for m in eval_levels(cfg)][:2],
                     cfg.eval.eval_every) == ("jaxnav", 500, ["BlankTest", "MiddleTest"], 50)

@@ -146,7 +146,8 @@ def validate(rc: ReproduceConfig):
     overrides = parse_overrides(rc.set)
     configs = {m: method_config(m, rc, overrides) for m in methods}
     try:
-        mazes = load_mazes(rc.suite, [], get_env(next(iter(configs.values())).env.env_name))
+        env = next(iter(configs.values())).env
+        mazes = load_mazes(rc.suite, [], get_env(env.env_name), env)
     except EvaluateError as e:
         raise ReproduceError(f"--suite: {e}") from None
     return methods, overrides, configs, mazes

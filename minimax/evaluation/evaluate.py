@@ -338,7 +338,8 @@ def _evaluate(args: EvaluateConfig, out_dir: Path) -> dict:
         raise EvaluateError(f"--gif: --env {spec.name} does not render episodes")
     if args.cvar and not spec.binary_outcome:
         raise EvaluateError(f"--cvar ranks levels by solved rate; --env {spec.name} has no success outcome")
-    mazes = load_mazes(args.suite, list(args.levels), spec, run_config(args.runs[0]).env if args.runs else None)
+    first = next((run for run in args.runs if (Path(run) / "config.json").is_file()), None)  # others fail below
+    mazes = load_mazes(args.suite, list(args.levels), spec, run_config(first).env if first else None)
     policies = [p for run in args.runs for p in load_policies(run, args.checkpoint)]
     check_writable(out_dir)
     results = []
