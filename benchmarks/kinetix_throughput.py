@@ -52,7 +52,8 @@ def build(mode: str, num_envs: int):
         return jax.vmap(lambda k: theirs.reset(k, env_params))(jax.random.split(key, num_envs))[1]
 
     def step(key, state, actions):
-        return jax.vmap(lambda k, s, a: their_step(k, s, a, env_params))(jax.random.split(key, num_envs), state, actions)
+        keys = jax.random.split(key, num_envs)
+        return jax.vmap(lambda k, s, a: their_step(k, s, a, env_params))(keys, state, actions)
     return checksum_rollout(init, step)
 
 
