@@ -46,7 +46,7 @@ from kinetix.util.saving import load_evaluation_levels  # noqa: E402
 SIZES = ("s", "m", "l")
 
 __all__ = ["EnvParams", "EnvState", "UEDParams", "SIZES", "kinetix_objects", "load_evaluation_levels",
-           "make_mutate_env", "sample_kinetix_level"]
+           "make_mutate_env", "sample_kinetix_level", "static_env_params_from_size"]
 
 
 @functools.lru_cache(maxsize=None)

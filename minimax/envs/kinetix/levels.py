@@ -26,8 +26,8 @@ import jax
 import jax.numpy as jnp
 
 from minimax.envs.kinetix.engine import SIZES, EnvState, UEDParams, load_evaluation_levels, make_mutate_env, \
-    sample_kinetix_level
-from minimax.envs.kinetix.env import KinetixParams, canonical_level
+    sample_kinetix_level, static_env_params_from_size
+from minimax.envs.kinetix.env import KinetixParams, action_nvec, canonical_level
 from minimax.envs.registry import HeldOutLevel, check_n_edits
 
 SUITES = SIZES
@@ -44,7 +44,7 @@ def sample_level(key, params: KinetixParams) -> EnvState:
 def noop_solves(level: EnvState, params: KinetixParams, n_steps: int) -> jax.Array:
     """Whether the all-zero action's episode from `level` ends solved within `n_steps` steps."""
     env, env_params, _ = params.objects()
-    noop = jnp.zeros(len(env.action_space(env_params).number_of_dims_per_distribution), jnp.int32)
+    noop = jnp.zeros(len(action_nvec(params)), jnp.int32)
 
     def step(carry, _):
         scene, ended, solved = carry
@@ -74,10 +74,11 @@ def make_kinetix_generator(params: KinetixParams, filter_steps: int = 0):
 
 
 def size_of(level: EnvState) -> str:
-    """The size class whose scenes have `level`'s shape and circle slots."""
+    """The size class whose scenes have `level`'s polygon, circle and joint slots (read from the size
+    table, without building an env object per size)."""
     slots = (level.polygon.active.shape[-1], level.circle.active.shape[-1], level.joint.active.shape[-1])
     for size in SIZES:
-        static = KinetixParams(size=size).objects()[2]
+        static = static_env_params_from_size(size)
         if slots == (static.num_polygons, static.num_circles, static.num_joints):
             return size
     raise ValueError(f"a Kinetix level with (polygons, circles, joints) slots {slots} is of no size class")
