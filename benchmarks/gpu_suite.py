@@ -3,6 +3,7 @@
     PYTHONPATH=. python benchmarks/gpu_suite.py                 # on a GPU machine (about 9 minutes)
     PYTHONPATH=. python benchmarks/gpu_suite.py --tiny          # the same program at toy sizes (CPU, ~2 minutes)
     PYTHONPATH=. python benchmarks/gpu_suite.py --rows dr:10:8,paired:10:8   # chosen rows (preset:seeds:unroll)
+    PYTHONPATH=. python benchmarks/gpu_suite.py --rows dr:4:0,plr:4:0 --set num_steps=64 recurrent_size=64   # other sizes
 
 Rows: seconds per PPO update (the release's unit, `--budget updates`; robust PLR and ACCEL's
 cycles without a gradient included) of every Table 2 method at 1 and 10 seeds vmapped in one
@@ -30,7 +31,7 @@ from train_throughput import warm_buffer  # noqa: E402
 from minimax.training.budget import make_chunk  # noqa: E402
 from minimax.training.builder import build_runner, device_layout  # noqa: E402
 from minimax.training.devices import distribute_init, distribute_step  # noqa: E402
-from minimax.config import PRESETS  # noqa: E402
+from minimax.config import PRESETS, TrainConfig  # noqa: E402
 from minimax.training.loop import seed_keys  # noqa: E402
 
 TABLE_2 = ("dr", "paired", "plr", "pplr", "accel", "paccel")
@@ -90,6 +91,28 @@ def parse_rows(text: str) -> list[tuple[str, str, int, int]]:
     return items
 
 
+def parse_set(pairs: list[str]) -> dict:
+    """`--set num_steps=64 recurrent_size=64` as overrides (integers, floats or words)."""
+    out = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or name not in TrainConfig.option_types():
+            raise SystemExit(f"--set: {pair!r} is not OPTION=VALUE with an option of the training config")
+        for kind in (int, float):
+            try:
+                value = kind(value)
+                break
+            except ValueError:
+                pass
+        out[name] = value
+    return out
+
+
+def sizes(tiny: bool, pairs: list[str]) -> str:
+    base = "tiny sizes" if tiny else "Table 5 sizes (32 envs x 256 steps, LSTM 256, K = 4000)"
+    return base + (f" with {' '.join(pairs)}" if pairs else "")
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tiny", action="store_true", help="toy sizes: checks the suite runs (CPU)")
@@ -97,9 +120,11 @@ def main(argv=None) -> None:
     p.add_argument("--repeats", type=int, default=2, help="timed calls per row")
     p.add_argument("--time-budget", type=float, default=500.0, help="seconds; later rows are skipped past it")
     p.add_argument("--rows", default="", help="only these rows: preset:seeds:unroll,... (e.g. dr:1:1,dr:1:8)")
+    p.add_argument("--set", nargs="*", default=[], metavar="OPTION=VALUE",
+                   help="size overrides for every row, on top of --tiny's (num_steps=64 recurrent_size=64)")
     a = p.parse_args(argv)
     items = parse_rows(a.rows) if a.rows else plan(a.tiny)
-    overrides = TINY if a.tiny else {}
+    overrides = {**(TINY if a.tiny else {}), **parse_set(a.set)}
     start, rows, skipped = time.perf_counter(), [], []
     device = jax.devices()[0]
     for section, preset, seeds, unroll in items:
@@ -111,7 +136,7 @@ def main(argv=None) -> None:
         print(f"{section:7} {preset:7} seeds {seeds:3} unroll {unroll or 'default':>7}: "
               f"{r['s_per_update']:.4f} s/update, compile {r['compile_s']:.1f} s", file=sys.stderr, flush=True)
     print(f"\n{device.platform} {device.device_kind}, jax {jax.__version__}, {platform.machine()}, "
-          f"{'tiny sizes' if a.tiny else 'Table 5 sizes (32 envs x 256 steps, LSTM 256, K = 4000)'}\n")
+          f"{sizes(a.tiny, a.set)}\n")
     print("| section | preset | seeds | --scan-unroll | compile (s) | s / PPO update | cycles / update |")
     print("|---|---|---|---|---|---|---|")
     for section, preset, seeds, unroll, r in rows:

@@ -163,6 +163,53 @@ def test_the_idle_limit_is_far_beyond_bad_luck():
     assert 0.5 ** max_idle_cycles(0.5) < 1e-12 and 0.95 ** max_idle_cycles(0.05) < 1e-12
 
 
+class KnownSideRunner(ScriptedRunner):
+    """The scripted runner with the update unit's protocol (`budget.knows_next_cycle`): it says before a
+    cycle whether the cycle trains, and plays a cycle of a side given as a Python bool, as robust PLR's
+    `cycle(state, replay)` does. It counts the cycles played on the wrong side (none, if the unit asks
+    `will_train` before every cycle)."""
+
+    def will_train(self, s: ScriptedState):
+        return s.trains[s.tick]
+
+    def cycle(self, s: ScriptedState, trains):
+        assert isinstance(trains, bool), "the update unit passes the side as a Python bool"
+        state, metrics = self.step(s)
+        return state, {**metrics, "wrong_side": (s.trains[s.tick] != trains).astype(jnp.int32)}
+
+    def step(self, s: ScriptedState):
+        state, metrics = super().step(s)
+        return state, {**metrics, "wrong_side": jnp.zeros((), jnp.int32)}
+
+
+def test_the_update_unit_plays_the_same_cycles_as_the_step_loop_for_every_seed():
+    """The unit that plays a runner's non-training cycles without their update (robust PLR, ACCEL) spends
+    the budget exactly as the step loop: the same cycles per seed, the same metrics, each seed stopping at N."""
+    scripts = [decisions(s) for s in range(4)]
+    known = KnownSideRunner(scripts[0], grows_for=1000)
+    stepped = ScriptedRunner(scripts[0], grows_for=1000)
+    states = jax.tree.map(lambda *xs: jnp.stack(xs), *[known.init(None) for known in map(KnownSideRunner, scripts)])
+    ahead = jnp.zeros(4, jnp.int32)
+    by_unit, m_unit = jax.jit(jax.vmap(make_chunk(known, 10)))(states, ahead)
+    by_step, m_step = jax.jit(jax.vmap(make_chunk(stepped, 10)))(states, ahead)
+    assert np.asarray(by_unit.tick).tolist() == np.asarray(by_step.tick).tolist() == \
+        [release_loop(s, 10)[0] for s in scripts]
+    assert np.asarray(by_unit.updates).tolist() == [10] * 4
+    assert int(np.asarray(m_unit.pop("wrong_side")).sum()) == 0
+    m_step.pop("wrong_side", None)
+    assert set(m_unit) == set(m_step)
+    for k in m_step:
+        np.testing.assert_allclose(np.asarray(m_unit[k]), np.asarray(m_step[k]), rtol=1e-6, err_msg=k)
+
+
+def test_the_update_unit_stops_after_the_idle_limit():
+    runner = KnownSideRunner(np.zeros(400, bool), idle_limit=7, grows_for=3)
+    state, metrics = jax.jit(make_chunk(runner, 4))(runner.init(None))
+    assert int(state.tick) == 3 + 7 and int(state.updates) == 0  # the cycle that would train is not kept
+    assert np.asarray(metrics[STALLED]).tolist() == [True] * 4
+    assert np.asarray(metrics["cycles"]).tolist() == [10, 0, 0, 0]
+
+
 # ----------------------------------------------------------------------------- real runs
 
 

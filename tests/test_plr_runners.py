@@ -18,6 +18,7 @@ from minimax.training.run_logs import read_rows
 from minimax.config import PLR_METHODS
 from minimax.training.builder import build_runner
 from minimax.runners.rollout import ppo_batch
+from minimax.training.budget import make_chunk
 from minimax.training.loop import train
 
 # One small config for every runner: episodes end within a rollout, so every level gets a score.
@@ -130,6 +131,41 @@ def test_a_vmapped_run_equals_each_seed_alone():
     for a, b in zip(jax.tree.leaves(alone.train_state.params),
                     jax.tree.leaves(jax.tree.map(lambda x: x[1], together.train_state.params))):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+
+
+class StepLoopOnly:
+    """A runner seen without the update unit's protocol (`will_train`, `cycle`): `make_chunk` then spends
+    the update budget with the step loop, whose body holds both sides of the replay decision (as before
+    issue 55, and as `--budget cycles` still does)."""
+
+    def __init__(self, runner):
+        self._runner = runner
+
+    def __getattr__(self, name):
+        if name in ("will_train", "cycle"):
+            raise AttributeError(name)
+        return getattr(self._runner, name)
+
+
+def test_the_update_unit_plays_the_step_loops_cycles_for_every_seed():
+    """ACCEL on two vmapped seeds from an empty buffer: the unit that plays the cycles of new levels without
+    the PPO update and the mutation rollout (`budget._update_unit`) draws the same replay decisions and
+    levels as the step loop, so every seed's cycles per update, replay fraction, buffer statistics
+    (scores, staleness, mutations) and parameters are the step loop's."""
+    runner = build_runner(small("accel"))
+    states = jax.jit(jax.vmap(runner.init))(jax.random.split(jax.random.key(3), 2))
+    ahead = jnp.zeros(2, jnp.int32)
+    (by_unit, m_unit), (by_step, m_step) = [
+        jax.device_get(jax.jit(jax.vmap(make_chunk(r, 6)))(states, ahead)) for r in (runner, StepLoopOnly(runner))]
+    assert m_unit["cycles"].sum() > 12 and (m_unit["gradient_updates"] == 1).all()  # warm-up and new-level cycles
+    for name in ("cycles", "gradient_updates", "env_steps", "replay_fraction_sum", "buffer/size"):
+        np.testing.assert_array_equal(m_unit[name], m_step[name], err_msg=name)
+    for name in [k for k in m_step if k.startswith("buffer/") or k.endswith("/count")]:
+        np.testing.assert_allclose(m_unit[name], m_step[name], rtol=1e-4, atol=1e-5, err_msg=name)
+    np.testing.assert_array_equal(by_unit.buffer.filled, by_step.buffer.filled)
+    np.testing.assert_array_equal(by_unit.buffer.mutations, by_step.buffer.mutations)
+    for a, b in zip(jax.tree.leaves(by_unit.train_state.params), jax.tree.leaves(by_step.train_state.params)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
 def test_robust_plr_trains_only_on_replay_cycles():

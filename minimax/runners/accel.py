@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import jax
 
-from minimax.runners.plr_family import cond_or_zeros
+from minimax.runners.branches import cond_or_zeros
 from minimax.runners.robust_plr import RobustPLRRunner
 from minimax.runners.plr_method import plr_method
 from minimax.runners.registry import register_method

@@ -25,16 +25,35 @@ class PLRRunner(PLRFamilyRunner):
     """Plain PLR trains on every cycle; robust PLR only on replay cycles."""
     trains_every_cycle = True
 
+    def replay_decision(self, state: PLRState):
+        """Whether the next cycle from `state` replays: a pure function of the state (its key, its
+        buffer's readiness and its training set), so a loop can ask before it plays the cycle."""
+        k_dec = jax.random.split(state.key, 7)[1]
+        return self.decide_replay(k_dec, state.buffer, state.training_set)
+
+    def will_train(self, state: PLRState):
+        """Whether the next cycle from `state` makes a gradient update (`budget.py`'s update unit)."""
+        return jnp.bool_(True) if self.trains_on_new_levels else self.replay_decision(state)
+
     def step(self, state: PLRState):
-        """One cycle, replay or new: play, train (if this method trains on it), score, offer."""
+        """One cycle, replay or new, as the coin of `replay_decision` falls."""
+        return self.cycle(state, self.replay_decision(state))
+
+    def cycle(self, state: PLRState, replay):
+        """One cycle with the replay decision given: play, train (if this method trains on it), score, offer.
+
+        `replay` is `replay_decision(state)`: a traced bool (`step`), or a Python bool where the caller
+        already knows it (the update unit of `budget.py`), which builds only that side's program: a
+        cycle of new levels without the PPO update and the mutation rollout, a replay cycle without
+        the branch. Either way the cycle draws the same keys, so it is the same cycle."""
         n = self.n
-        key, k_dec, k_new, k_sample, k_roll, k_upd, k_mutation = jax.random.split(state.key, 7)
+        key, _, k_new, k_sample, k_roll, k_upd, k_mutation = jax.random.split(state.key, 7)
         params = state.train_state.params
-        replay = self.decide_replay(k_dec, state.buffer, state.training_set)
+        replayed = jnp.asarray(replay)  # for arithmetic; `replay` itself picks branches when it is static
         seeds, new = self.new_levels(k_new, state.training_set, n)
         buffer, idx, levels = self.replay_or_count(k_sample, replay, state.buffer, n, new)
         found, repeat, first = self._locate(buffer, levels)
-        slots = jnp.where(replay, idx, found)
+        slots = jnp.where(replayed, idx, found)
         rollout = self.rollout(k_roll, params, levels)
         batch = ppo_batch(rollout, self.ppo)
         trainable = True if self.trains_on_new_levels else replay
@@ -42,17 +61,17 @@ class PLRRunner(PLRFamilyRunner):
         optimal = self.optimal_returns(levels)
         scores, best, valid = self.score(rollout, batch.advantages, self.prior_max(buffer, slots), optimal)
         # Replays of one slot are merged by the buffer (`--replay-merge`); a repeated new level is not offered.
-        buffer, where = self._offer(buffer, levels, slots, scores, best, valid & (replay | ~repeat), first=first)
-        training_set = self.mark_stored(state.training_set, seeds, jnp.where(replay, -1, where))
-        metrics.update(self.group_metrics("new", levels, rollout, scores, valid, ~replay, optimal))
-        metrics.update(self.group_metrics("replay", levels, rollout, scores, valid, replay, optimal))
+        buffer, where = self._offer(buffer, levels, slots, scores, best, valid & (replayed | ~repeat), first=first)
+        training_set = self.mark_stored(state.training_set, seeds, jnp.where(replayed, -1, where))
+        metrics.update(self.group_metrics("new", levels, rollout, scores, valid, ~replayed, optimal))
+        metrics.update(self.group_metrics("replay", levels, rollout, scores, valid, replayed, optimal))
         env_steps = self.num_envs * self.num_steps
         if self.mutates:
             buffer, mutated = self.mutation_cycle(k_mutation, replay, train_state.params, buffer, idx, levels,
                                                   jnp.where(valid, scores, buffer.scores[idx]))
             metrics.update(mutated)
-            env_steps = env_steps * (1 + replay.astype(jnp.int32))
-        return self._finish(state, train_state, buffer, training_set, key, metrics, rollout, replay, trainable,
+            env_steps = env_steps * (1 + replayed.astype(jnp.int32))
+        return self._finish(state, train_state, buffer, training_set, key, metrics, rollout, replayed, trainable,
                             env_steps)
 
 

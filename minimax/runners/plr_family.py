@@ -54,6 +54,7 @@ from minimax.curricula.training_set import (REPLAY_SCHEDULES, TrainingSet, draw_
 from minimax.core.metrics import level_metric_sums, mean_sums, reduce_over_devices
 from minimax.core.options import check
 from minimax.core.parallel import NO_SHARD, Shard
+from minimax.runners.branches import branch, cond_or_zeros
 from minimax.runners.rollout import Rollout, episode_metrics, play_levels, ppo_batch, regret_metrics
 
 MutationCriterion = Literal["batch", "easy", "hard"]
@@ -111,15 +112,6 @@ class PLRState:
     training_set: TrainingSet  # seen seeds (a 1-seed placeholder without a finite training set)
     key: jax.Array
     updates: jax.Array  # int32: gradient updates done (a step is one cycle, with or without one)
-
-
-def cond_or_zeros(pred, fn, carry):
-    """`fn(carry) -> (carry, metrics)` where `pred`, else `(carry, zeros)` shaped like its metrics:
-    the skipped side of a branch (a cycle without a gradient, or without a mutation rollout)
-    reports zeros, which its weights then leave out of the logs."""
-    shapes = jax.eval_shape(fn, carry)[1]
-    skip = lambda c: (c, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes))  # noqa: E731
-    return jax.lax.cond(pred, fn, skip, carry)
 
 
 class PLRFamilyRunner:
@@ -352,15 +344,15 @@ class PLRFamilyRunner:
         def count(buffer):
             return self._advance(buffer, n), jnp.full((n,), -1, jnp.int32), fallback
 
-        return jax.lax.cond(replay, sample, count, buffer)
+        return branch(replay, sample, count, buffer)
 
     def _train(self, key, train_state, batch, trainable):
         """One PPO update where `trainable`, else none (parameters kept). Its statistics are
         `<name>_sum` / `<name>_count` pairs weighted by `trainable`, so a logged chunk averages
         them over its gradient updates only (NaN for a chunk without one)."""
         update = lambda: ppo_update(key, train_state, batch, self.ppo, self.shard)  # noqa: E731
-        if trainable is True:
-            new_state, metrics = update()
+        if isinstance(trainable, bool):  # known when traced (`PLRRunner.cycle`): only that side is built
+            new_state, metrics = cond_or_zeros(trainable, lambda _: update(), train_state)
         elif self.shard.sharded:  # the update's collectives run on every device; its result is kept or not
             new_state, metrics = update()
             new_state = jax.tree.map(lambda new, old: jnp.where(trainable, new, old), new_state, train_state)

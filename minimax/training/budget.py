@@ -66,6 +66,8 @@ def make_chunk(runner, length: int, budget: str = "updates"):
 
     counter, size = COUNTER[budget], unit_size(budget, runner)
     limit = getattr(runner, "max_idle_cycles", max_idle_cycles(1.0))  # a runner whose every cycle trains never idles
+    if budget == "updates" and knows_next_cycle(runner):
+        return _chunk_of_units(runner, length, lambda carry, i, zeros: _update_unit(runner, limit, carry, i, zeros))
 
     def unit(carry, i, zeros):
         target = (i + 1) * size
@@ -89,6 +91,12 @@ def make_chunk(runner, length: int, budget: str = "updates"):
         state, ahead, _, _, stalled, total = jax.lax.while_loop(cond, body, init)
         return (state, ahead, stalled), {**_means(total), STALLED: stalled}
 
+    return _chunk_of_units(runner, length, unit)
+
+
+def _chunk_of_units(runner, length: int, unit):
+    """`(state, ahead) -> (state, metrics[length])`: a scan of `unit(carry, i, zeros)` over the chunk's units,
+    the carry `(state, ahead, stalled)`."""
     def chunk(state, ahead=0):
         # The metrics' shapes, traced where the chunk runs (inside shard_map, a step's collectives need its axis).
         zeros = {k: jnp.zeros(v.shape, v.dtype) for k, v in jax.eval_shape(runner.step, state)[1].items()}
@@ -98,6 +106,47 @@ def make_chunk(runner, length: int, budget: str = "updates"):
         return state, metrics
 
     return chunk
+
+
+def knows_next_cycle(runner) -> bool:
+    """Whether the runner can say before a cycle whether it will train (`will_train(state)`) and play a
+    cycle of a known side (`cycle(state, trains: bool)`): then the update unit is `_update_unit`."""
+    return callable(getattr(runner, "will_train", None)) and callable(getattr(runner, "cycle", None))
+
+
+def _update_unit(runner, limit: int, carry, i, zeros):
+    """One PPO update of a runner that trains on some cycles only (robust PLR, ACCEL): the cycles that
+    will not train, in a `while_loop` whose body has no PPO update (nor ACCEL's mutation rollout), then
+    the cycle that trains, built without its branch.
+
+    The step's loop (`make_chunk`'s `unit`) plays the same cycles with the same keys, but its body holds
+    both sides of the replay decision; under `vmap` over seeds that decision is per seed, the `cond`
+    becomes a `select`, and every cycle pays a PPO update it may throw away. Here a lane's loop runs
+    only cycles of new levels, and the lanes wait for the last seed to replay at the price of rollouts,
+    not updates. A seed already past its unit (`ahead`) or stalled keeps its state."""
+    state, ahead, stalled = carry
+    due = (ahead < i + 1) & ~stalled
+
+    def cond(c):
+        state, _, _, stalled, _ = c
+        return due & ~stalled & ~runner.will_train(state)
+
+    def body(c):
+        state, idle, size_before, _, total = c
+        state, m = runner.cycle(state, False)
+        grew = m["buffer/size"] > size_before if "buffer/size" in m else jnp.bool_(False)
+        idle = jnp.where((m["gradient_updates"] > 0) | grew, 0, idle + 1)
+        size_now = m["buffer/size"] if "buffer/size" in m else size_before
+        return state, idle, size_now, idle >= limit, _add(total, m)
+
+    no_size = jnp.full((), -1, zeros["buffer/size"].dtype if "buffer/size" in zeros else jnp.int32)
+    state, _, _, stalled, total = jax.lax.while_loop(cond, body, (state, jnp.int32(0), no_size, stalled, zeros))
+    trained, m = runner.cycle(state, True)
+    keep = due & ~stalled
+    state = jax.tree.map(lambda new, old: jnp.where(keep, new, old), trained, state)
+    total = jax.tree.map(lambda after, before: jnp.where(keep, after, before), _add(total, m), total)
+    ahead = ahead + jnp.where(keep, m["gradient_updates"], 0)
+    return (state, ahead, stalled), {**_means(total), STALLED: stalled}
 
 
 def _add(total: dict, m: dict) -> dict:
