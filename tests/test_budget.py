@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from flax import struct
 
-from minimax.training.budget import STALLED, make_chunk, max_idle_cycles
+from minimax.training.budget import STALLED, knows_next_cycle, make_chunk, max_idle_cycles
 from minimax.config import TrainConfig
 from minimax.config.experiments import experiment_groups
 from minimax.core.metrics import summarize
@@ -200,6 +200,21 @@ def test_the_update_unit_plays_the_same_cycles_as_the_step_loop_for_every_seed()
     assert set(m_unit) == set(m_step)
     for k in m_step:
         np.testing.assert_allclose(np.asarray(m_unit[k]), np.asarray(m_step[k]), rtol=1e-6, err_msg=k)
+
+
+def test_the_update_unit_serves_robust_plr_and_accel_not_plain_plr_or_a_subclass_with_its_own_step():
+    """Plain PLR trains on every cycle (no unit needed); a subclass that writes its own `step` keeps the
+    step loop, since the unit plays `cycle` and would bypass it."""
+    from minimax.runners.accel import ACCELRunner
+    from minimax.runners.plr import PLRRunner
+    from minimax.runners.robust_plr import RobustPLRRunner
+
+    class OwnStep(RobustPLRRunner):
+        def step(self, state):
+            return super().step(state)
+
+    assert knows_next_cycle(object.__new__(RobustPLRRunner)) and knows_next_cycle(object.__new__(ACCELRunner))
+    assert not knows_next_cycle(object.__new__(PLRRunner)) and not knows_next_cycle(object.__new__(OwnStep))
 
 
 def test_the_update_unit_stops_after_the_idle_limit():

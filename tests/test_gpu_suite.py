@@ -27,6 +27,14 @@ def test_chosen_rows_are_parsed_and_a_bad_one_is_named():
             suite.parse_rows(bad)
 
 
+def test_size_overrides_are_parsed_and_a_bad_one_is_named():
+    assert suite.parse_set(["num_steps=64", "lr=3e-4", "recurrent_cell=gru"]) == \
+        {"num_steps": 64, "lr": 3e-4, "recurrent_cell": "gru"}
+    for bad in ("num_steps", "no_such_option=1"):
+        with pytest.raises(SystemExit, match=repr(bad)):
+            suite.parse_set([bad])
+
+
 def test_a_plr_row_measures_the_steady_state_of_two_seeds():
     row = suite.measure("plr", seeds=2, unroll=2, chunk=1, repeats=1, overrides=suite.TINY)
     assert row["s_per_update"] > 0 and row["compile_s"] > 0 and row["cycles_per_update"] >= 1
@@ -105,3 +113,29 @@ def test_the_ab_benchmark_exports_a_revision_as_a_package_that_loads_beside_mini
              "assert d.__file__.startswith(sys.argv[1]) and minimax.__file__ != d.__file__")
     done = subprocess.run([sys.executable, "-c", probe, str(out)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-1500:]
+
+
+census_spec = importlib.util.spec_from_file_location("hlo_census", Path(__file__).resolve().parents[1] /
+                                                     "benchmarks" / "hlo_census.py")
+hlo_census = importlib.util.module_from_spec(census_spec)
+census_spec.loader.exec_module(hlo_census)
+
+
+def test_the_hlo_census_multiplies_a_loops_body_by_its_trip_count():
+    """A scan of 16 steps holding a scan of 3, then a loop whose count depends on the data: 16 + 48 known
+    iterations, the inner scan's kernels counted 48 times, the data-dependent loop's body once, apart."""
+    import jax
+    import jax.numpy as jnp
+
+    def program(x):
+        def outer(c, _):
+            c, _ = jax.lax.scan(lambda d, _: (jnp.sin(d) @ d, None), c, None, length=3)
+            return c, None
+        y, _ = jax.lax.scan(outer, x, None, length=16)
+        return jax.lax.while_loop(lambda c: c.sum() < 100.0, lambda c: c @ c + 1.0, y)
+
+    text = jax.jit(program).lower(jnp.ones((8, 8))).compile().as_text()
+    counts = hlo_census.census(text)
+    assert counts["loops"] == 1 + 16 + 1 and counts["iterations"] == 16 + 16 * 3
+    assert counts["loops of unknown count"] == 1 and counts["dynamic kernels"] >= 1
+    assert counts["kernels"] >= 48  # at least one kernel (the matmul) per inner step

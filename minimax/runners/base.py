@@ -16,7 +16,12 @@ A runner is one method's whole training step as pure functions of explicit state
   cycles of new levels), `env_steps` and `cycles` (rollout cycles: 1 per step);
 - `trains_every_cycle` (optional, default False): every step makes a PPO update, so the update
   budget runs one step per update without its loop (`minimax/training/budget.py`); a runner that may
-  idle gives `max_idle_cycles`, the idle steps after which it is stuck.
+  idle gives `max_idle_cycles`, the idle steps after which it is stuck;
+- `will_train(state)` and `cycle(state, trains)` (optional): a runner that trains on some cycles only
+  and can say before a cycle whether it will (robust PLR, ACCEL: the replay coin is a function of the
+  state) gets the update unit of `budget.py`, which plays `cycle(state, False)` until `will_train`,
+  then `cycle(state, True)`, with `trains` a Python bool, so that a vmapped program never computes
+  the update a cycle skips.
 """
 
 from __future__ import annotations
