@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 
 from minimax.core.metrics import is_counted
+from minimax.envs.wrappers import tree_select
 from minimax.core.units import BUDGETS, COUNTER, LABEL, Budget, max_idle_cycles  # noqa: F401  (re-exported)
 
 STALLED = "stalled"
@@ -79,15 +80,11 @@ def make_chunk(runner, length: int, budget: str = "updates"):
         def body(c):
             state, ahead, idle, size_before, _, total = c
             state, m = runner.step(state)
-            done = m[counter]
-            grew = m["buffer/size"] > size_before if "buffer/size" in m else jnp.bool_(False)
-            idle = jnp.where((m["gradient_updates"] > 0) | grew, 0, idle + 1)
-            size_now = m["buffer/size"] if "buffer/size" in m else size_before
-            return state, ahead + done, idle, size_now, idle >= limit, _add(total, m)
+            idle, size_now = _progress(m, idle, size_before)
+            return state, ahead + m[counter], idle, size_now, idle >= limit, _add(total, m)
 
         state, ahead, stalled = carry
-        no_size = jnp.full((), -1, zeros["buffer/size"].dtype if "buffer/size" in zeros else jnp.int32)
-        init = (state, ahead, jnp.zeros((), jnp.int32), no_size, stalled, zeros)
+        init = (state, ahead, jnp.zeros((), jnp.int32), _no_size(zeros), stalled, zeros)
         state, ahead, _, _, stalled, total = jax.lax.while_loop(cond, body, init)
         return (state, ahead, stalled), {**_means(total), STALLED: stalled}
 
@@ -134,19 +131,30 @@ def _update_unit(runner, limit: int, carry, i, zeros):
     def body(c):
         state, idle, size_before, _, total = c
         state, m = runner.cycle(state, False)
-        grew = m["buffer/size"] > size_before if "buffer/size" in m else jnp.bool_(False)
-        idle = jnp.where((m["gradient_updates"] > 0) | grew, 0, idle + 1)
-        size_now = m["buffer/size"] if "buffer/size" in m else size_before
+        idle, size_now = _progress(m, idle, size_before)
         return state, idle, size_now, idle >= limit, _add(total, m)
 
-    no_size = jnp.full((), -1, zeros["buffer/size"].dtype if "buffer/size" in zeros else jnp.int32)
-    state, _, _, stalled, total = jax.lax.while_loop(cond, body, (state, jnp.int32(0), no_size, stalled, zeros))
+    init = (state, jnp.zeros((), jnp.int32), _no_size(zeros), stalled, zeros)
+    state, _, _, stalled, total = jax.lax.while_loop(cond, body, init)
     trained, m = runner.cycle(state, True)
     keep = due & ~stalled
-    state = jax.tree.map(lambda new, old: jnp.where(keep, new, old), trained, state)
-    total = jax.tree.map(lambda after, before: jnp.where(keep, after, before), _add(total, m), total)
+    state = tree_select(keep, trained, state)
+    total = tree_select(keep, _add(total, m), total)
     ahead = ahead + jnp.where(keep, m["gradient_updates"], 0)
     return (state, ahead, stalled), {**_means(total), STALLED: stalled}
+
+
+def _progress(m: dict, idle, size_before):
+    """`(idle, size_now)` after a cycle with metrics `m`: the count of cycles in a row without a gradient
+    update or growth of the buffer (reset by either), and the buffer's size to compare the next cycle with."""
+    grew = m["buffer/size"] > size_before if "buffer/size" in m else jnp.bool_(False)
+    idle = jnp.where((m["gradient_updates"] > 0) | grew, 0, idle + 1)
+    return idle, m["buffer/size"] if "buffer/size" in m else size_before
+
+
+def _no_size(zeros: dict):
+    """The buffer size a unit starts comparing with: -1, so a first cycle that stores a level is progress."""
+    return jnp.full((), -1, zeros["buffer/size"].dtype if "buffer/size" in zeros else jnp.int32)
 
 
 def _add(total: dict, m: dict) -> dict:
