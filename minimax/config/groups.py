@@ -109,6 +109,10 @@ class ModelConfig:
     """Time steps per loop iteration of every scan over time (rollouts, GAE, the LSTM / GRU forward and backward,
     evaluation): a shorter chain of dependent loop iterations for a longer compile, the same results within float
     rounding. 0 = the backend's default (1 on CPU, 8 on GPU/TPU)."""
+    matmul_dtype: Literal["float32", "bfloat16"] = "float32"
+    """Operand dtype of every matrix product of the student and of PAIRED's teacher: bfloat16 rounds both
+    operands to bfloat16 and keeps float32 results, parameters, optimiser, carries and losses (models/precision.py;
+    a GPU's bfloat16 tensor cores; learning parity in benchmarks/RESULTS.md). float32: the products as before."""
     conv_filters: int = 16
     """Filters of the 3x3 VALID convolution on the image."""
     dir_embed_size: int = 5

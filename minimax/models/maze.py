@@ -33,6 +33,7 @@ import jax.numpy as jnp
 
 from minimax.agents.distributions import Categorical
 from minimax.models.initializers import orthogonal
+from minimax.models.precision import dense, einsum
 from minimax.models.recurrent import WithRecurrentCore
 
 
@@ -48,13 +49,13 @@ class MazeActorCritic(WithRecurrentCore):
     @nn.compact
     def __call__(self, carry, obs: dict, reset: jax.Array):
         """`(carry, obs[T, N], reset[T, N]) -> (carry, Categorical(logits[T, N, A]), value[T, N])`."""
-        x = conv_features(obs["image"], self.conv_filters)
+        x = conv_features(obs["image"], self.conv_filters, self.matmul_dtype)
         d = nn.Embed(4, self.dir_embed_size, embedding_init=orthogonal(1.0),
                      name="dir_embed")(obs["agent_dir"].astype(jnp.int32))
         x = jnp.concatenate([x, d], axis=-1)
 
         carry, h = self.core("core")(carry, x, reset)
-        logits, value = actor_critic_heads(h, self.n_actions, self.head_hidden)
+        logits, value = actor_critic_heads(h, self.n_actions, self.head_hidden, self.matmul_dtype)
         return carry, Categorical(logits), value
 
 
@@ -74,6 +75,8 @@ class PatchConv(nn.Module):
     features: int
     kernel_size: tuple[int, int] = (3, 3)
     kernel_init: typing.Callable = orthogonal(math.sqrt(2))
+    matmul_dtype: str = "float32"
+    """The product's operand dtype (`models/precision.py`)."""
 
     @nn.compact
     def __call__(self, x):
@@ -84,25 +87,27 @@ class PatchConv(nn.Module):
         bias = self.param("bias", nn.initializers.zeros, (self.features,))
         oh, ow = x.shape[1] - kh + 1, x.shape[2] - kw + 1
         patches = jnp.stack([x[:, i:i + oh, j:j + ow, :] for i in range(kh) for j in range(kw)], axis=3)
-        return jnp.einsum("bhwkc,kcf->bhwf", patches, kernel.reshape(kh * kw, c, self.features)) + bias
+        kernel = kernel.reshape(kh * kw, c, self.features)
+        return einsum("bhwkc,kcf->bhwf", patches, kernel, self.matmul_dtype) + bias
 
 
-def conv_features(image, filters: int):
+def conv_features(image, filters: int, matmul_dtype: str = "float32"):
     """`image [T, N, h, w, c]` -> conv 3x3 (VALID, orthogonal gain sqrt 2) + ReLU, flattened `[T, N, F]`."""
     image = image.astype(jnp.float32)
     t, n = image.shape[:2]
-    x = PatchConv(filters, name="conv")(image.reshape((t * n,) + image.shape[2:]))
+    x = PatchConv(filters, matmul_dtype=matmul_dtype, name="conv")(image.reshape((t * n,) + image.shape[2:]))
     return nn.relu(x).reshape(t, n, -1)
 
 
-def actor_critic_heads(h, n_actions: int, hidden: int):
+def actor_critic_heads(h, n_actions: int, hidden: int, matmul_dtype: str = "float32"):
     """`(logits [..., n_actions], value [...])`: Dense(hidden)+tanh then Dense, per head; the policy
-    output is the constant 0.01 (a uniform initial policy), the value output orthogonal gain 1."""
+    output is the constant 0.01 (a uniform initial policy), the value output orthogonal gain 1. The
+    products run at `matmul_dtype`; logits and value are float32 either way."""
     trunk = orthogonal(math.sqrt(2))
 
     def head(out_size, out_init, name):
-        y = nn.tanh(nn.Dense(hidden, kernel_init=trunk, name=f"{name}_hidden")(h))
-        return nn.Dense(out_size, kernel_init=out_init, name=f"{name}_out")(y)
+        y = nn.tanh(dense(hidden, matmul_dtype, kernel_init=trunk, name=f"{name}_hidden")(h))
+        return dense(out_size, matmul_dtype, kernel_init=out_init, name=f"{name}_out")(y)
 
     logits = head(n_actions, nn.initializers.constant(0.01), "policy")
     value = head(1, orthogonal(1.0), "value")[..., 0]

@@ -31,6 +31,7 @@ import jax.numpy as jnp
 
 from minimax.agents.distributions import Categorical, DiagGaussian, MultiCategorical
 from minimax.models.initializers import orthogonal
+from minimax.models.precision import dense
 from minimax.models.recurrent import WithRecurrentCore
 
 NO_CORE = "none"
@@ -58,7 +59,7 @@ class MLPActorCritic(WithRecurrentCore):
         return cls(n_actions=n_actions, action_dim=action_dim, action_nvec=tuple(action_nvec), hidden=model.mlp_hidden,
                    recurrent_cell=model.recurrent_cell, recurrent_size=model.recurrent_size,
                    s5_layers=model.s5_layers, s5_blocks=model.s5_blocks, s5_layernorm=model.s5_layernorm,
-                   s5_scan=model.s5_scan, scan_unroll=model.scan_unroll)
+                   s5_scan=model.s5_scan, scan_unroll=model.scan_unroll, matmul_dtype=model.matmul_dtype)
 
     @property
     def has_core(self) -> bool:
@@ -92,24 +93,25 @@ class MLPActorCritic(WithRecurrentCore):
 
         if self.action_nvec:
             d, k = len(self.action_nvec), max(self.action_nvec)
-            flat = nn.Dense(d * k, kernel_init=orthogonal(0.01), name="policy_out")(h_policy)
+            flat = self._dense(d * k, orthogonal(0.01), "policy_out")(h_policy)
             policy = MultiCategorical(flat.reshape(flat.shape[:-1] + (d, k)), tuple(self.action_nvec))
         elif self.action_dim > 0:
-            mean = nn.Dense(self.action_dim, kernel_init=orthogonal(0.01),
-                            name="policy_out")(h_policy)
+            mean = self._dense(self.action_dim, orthogonal(0.01), "policy_out")(h_policy)
             log_std = self.param("log_std", nn.initializers.constant(self.log_std_init), (self.action_dim,))
             # Broadcast to the mean's shape so the policy slices like any [T, N, ...] pytree.
             policy = DiagGaussian(mean, jnp.broadcast_to(log_std, mean.shape))
         else:
-            logits = nn.Dense(self.n_actions, kernel_init=orthogonal(0.01),
-                              name="policy_out")(h_policy)
+            logits = self._dense(self.n_actions, orthogonal(0.01), "policy_out")(h_policy)
             policy = Categorical(logits)
-        value = nn.Dense(1, kernel_init=orthogonal(1.0), name="value_out")(h_value)[..., 0]
+        value = self._dense(1, orthogonal(1.0), "value_out")(h_value)[..., 0]
         return carry, policy, value
 
     def _trunk(self, x, name: str):
         """`n_hidden_layers` x (Dense(hidden), orthogonal gain sqrt 2, zero bias, tanh)."""
         for i in range(self.n_hidden_layers):
-            x = nn.tanh(nn.Dense(self.hidden, kernel_init=orthogonal(math.sqrt(2)),
-                                 name=f"{name}_{i}")(x))
+            x = nn.tanh(self._dense(self.hidden, orthogonal(math.sqrt(2)), f"{name}_{i}")(x))
         return x
+
+    def _dense(self, features: int, kernel_init, name: str) -> nn.Dense:
+        """A dense layer (zero bias) whose product runs at `matmul_dtype` (`models/precision.py`)."""
+        return dense(features, self.matmul_dtype, kernel_init=kernel_init, name=name)

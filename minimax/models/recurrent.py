@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from minimax.models.initializers import orthogonal
+from minimax.models.precision import einsum, matmul
 from minimax.models.s5 import S5
 
 
@@ -59,12 +60,12 @@ def _gate_activations(gates):
     return jnp.where(is_g, t, 0.5 + 0.5 * t)
 
 
-def _lstm_cell(w_h, xp, reset, c, h):
+def _lstm_cell(w_h, xp, reset, c, h, dtype="float32"):
     """One step on the projected input `xp = x @ w_in + b`; returns the gate activations `[N, 4H]`
-    (i, f, g, o) and the new carry."""
+    (i, f, g, o) and the new carry. `h @ w_h` runs at `dtype` (`models/precision.py`)."""
     keep = ~reset[:, None]
     c, h = jnp.where(keep, c, 0.0), jnp.where(keep, h, 0.0)
-    act = _gate_activations(xp + h @ w_h)
+    act = _gate_activations(xp + matmul(h, w_h, dtype))
     n = c.shape[-1]
     c_new = act[:, n:2 * n] * c + act[:, :n] * act[:, 2 * n:3 * n]
     return act, (c_new, act[:, 3 * n:] * jnp.tanh(c_new))
@@ -80,7 +81,7 @@ def resolve_unroll(unroll: int) -> int:
     return unroll or (1 if jax.default_backend() == "cpu" else 8)
 
 
-def lstm_sequence(w_in, w_h, b, xs, reset, carry, unroll: int = 1):
+def lstm_sequence(w_in, w_h, b, xs, reset, carry, unroll: int = 1, dtype: str = "float32"):
     """`((c, h), hs[T, N, H])`: an LSTM over `xs[T, N, F]`, zeroing the carry where `reset`.
 
     Gates are ordered (i, f, g, o): `x @ w_in + h @ w_h + b`. The input projection does not
@@ -88,38 +89,48 @@ def lstm_sequence(w_in, w_h, b, xs, reset, carry, unroll: int = 1):
     (and so are its gradients, by autodiff); only the hidden-to-hidden product runs per step.
     Per-step input products are small matmuls that re-read `w_in` every step: for PAIRED's
     teacher (a 21,692 x 1,024 input kernel) hoisting them saves ~15% of its PPO update on CPU
-    (benchmarks/RESULTS.md, "PAIRED").
+    (benchmarks/RESULTS.md, "PAIRED"). Every product runs at `dtype` (`--matmul-dtype`), the
+    carry and the gates stay float32.
     """
-    xp = jnp.einsum("tnf,fg->tng", xs, w_in) + b
-    return _lstm_recurrence(int(unroll), w_h, xp, reset, carry)
+    xp = einsum("tnf,fg->tng", xs, w_in, dtype) + b
+    return _lstm_recurrence(int(unroll), dtype, w_h, xp, reset, carry)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
-def _lstm_recurrence(unroll, w_h, xp, reset, carry):
+def _at(w, dtype: str):
+    """`w` rounded once to a product's dtype outside a loop (not at every step inside it)."""
+    return w if dtype == "float32" else w.astype(jnp.dtype(dtype))
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+def _lstm_recurrence(unroll, dtype, w_h, xp, reset, carry):
     """The recurrent part of `lstm_sequence`. Its hand-written backward pass keeps only the
     hidden-to-hidden product and one elementwise op inside the reverse loop: what does not depend on
     the loop's carry (the gate derivatives' factors) is computed for the whole sequence before it, and
     the weight gradient is one large matmul after it (autodiff of a scan accumulates it one small
     matmul per step). It is checked against autodiff in the tests."""
+    w = _at(w_h, dtype)
+
     def step(carry, inputs):
         x, r = inputs
-        _, carry = _lstm_cell(w_h, x, r, *carry)
+        _, carry = _lstm_cell(w, x, r, *carry, dtype=dtype)
         return carry, carry[1]
     return jax.lax.scan(step, carry, (xp, reset), unroll=unroll)
 
 
-def _lstm_forward(unroll, w_h, xp, reset, carry):
+def _lstm_forward(unroll, dtype, w_h, xp, reset, carry):
     """The forward pass, saving per step only what the backward pass cannot rebuild outside its loop:
     the gate activations and the cell state (with `hs`, three arrays written per step, not eight)."""
+    w = _at(w_h, dtype)
+
     def step(carry, inputs):
         x, r = inputs
-        act, carry = _lstm_cell(w_h, x, r, *carry)
+        act, carry = _lstm_cell(w, x, r, *carry, dtype=dtype)
         return carry, (carry[1], carry[0], act)
     last, (hs, cs, acts) = jax.lax.scan(step, carry, (xp, reset), unroll=unroll)
     return (last, hs), (w_h, reset, carry, hs, cs, acts)
 
 
-def _lstm_backward(unroll, residuals, cotangents):
+def _lstm_backward(unroll, dtype, residuals, cotangents):
     w_h, reset, (c0, h0), hs, cs, acts = residuals
     (dc_last, dh_last), dhs = cotangents
     n = cs.shape[-1]
@@ -138,7 +149,7 @@ def _lstm_backward(unroll, residuals, cotangents):
     f_kept = jnp.concatenate([(f * kept)[1:], jnp.ones_like(f[:1])])  # the last step reads dc_last as is
     h_kept = jnp.concatenate([kept[1:], jnp.ones_like(kept[:1])])
     in_o_block = np.arange(4 * n) >= 3 * n
-    w_h_t = jnp.transpose(w_h)
+    w_h_t = _at(jnp.transpose(w_h), dtype)
 
     def step(carry, inputs):
         dc_next, dh_next = carry  # step t + 1's dc and dgates @ w_h.T, before its reset mask
@@ -146,12 +157,12 @@ def _lstm_backward(unroll, residuals, cotangents):
         dh = dh_out + hk * dh_next
         dc = fk * dc_next + dh * dcdh
         dgates = jnp.where(in_o_block, jnp.tile(dh, (1, 4)), jnp.tile(dc, (1, 4))) * factor
-        return (dc, dgates @ w_h_t), dgates
+        return (dc, matmul(dgates, w_h_t, dtype)), dgates
 
     (dc_0, dh_0), dgates = jax.lax.scan(step, (dc_last, dh_last), (dhs, h_kept, dc_dh, factors, f_kept),
                                         reverse=True, unroll=unroll)
     d_carry = (f[0] * kept[0] * dc_0, kept[0] * dh_0)
-    d_w_h = jnp.einsum("tnh,tng->hg", h_prev, dgates)
+    d_w_h = einsum("tnh,tng->hg", h_prev, dgates, dtype)
     return d_w_h, dgates, None, d_carry
 
 
@@ -164,6 +175,8 @@ class LSTM(nn.Module):
     features: int
     unroll: int = 1
     """Time steps per loop iteration of the forward and backward scans (`resolve_unroll`)."""
+    matmul_dtype: str = "float32"
+    """The products' operand dtype (`models/precision.py`)."""
 
     def initial_carry(self, batch: int):
         zeros = jnp.zeros((batch, self.features), jnp.float32)
@@ -176,7 +189,7 @@ class LSTM(nn.Module):
         w_in = self.param("input_kernel", gate_init, (x.shape[-1], 4 * h_size))
         w_h = self.param("hidden_kernel", gate_init, (h_size, 4 * h_size))
         b = self.param("bias", nn.initializers.zeros, (4 * h_size,))  # flax: on the hidden side only
-        return lstm_sequence(w_in, w_h, b, x, reset, carry, self.unroll)
+        return lstm_sequence(w_in, w_h, b, x, reset, carry, self.unroll, self.matmul_dtype)
 
 
 class GRU(nn.Module):
@@ -191,6 +204,9 @@ class GRU(nn.Module):
     features: int
     unroll: int = 1
     """Time steps per loop iteration of the scan (`resolve_unroll`)."""
+    matmul_dtype: str = "float32"
+    """The products' operand dtype (`models/precision.py`); `w_h` is rounded inside the step, so that
+    autodiff accumulates its gradient over the steps in float32."""
 
     def initial_carry(self, batch: int):
         return jnp.zeros((batch, self.features), jnp.float32)
@@ -203,13 +219,13 @@ class GRU(nn.Module):
         b_in = self.param("input_bias", nn.initializers.zeros, (3 * h_size,))
         w_h = self.param("hidden_kernel", gate_init, (h_size, 3 * h_size))
         b_hn = self.param("hidden_bias", nn.initializers.zeros, (h_size,))  # the candidate's only
-        x_proj = jnp.einsum("tnf,fg->tng", x, w_in) + b_in
+        x_proj = einsum("tnf,fg->tng", x, w_in, self.matmul_dtype) + b_in
 
         def step(h, inputs):
             xp, r = inputs
             h = jnp.where(r[:, None], 0.0, h)
             xr, xz, xn = jnp.split(xp, 3, axis=-1)
-            hr, hz, hn = jnp.split(h @ w_h, 3, axis=-1)
+            hr, hz, hn = jnp.split(matmul(h, w_h, self.matmul_dtype), 3, axis=-1)
             r_gate = jax.nn.sigmoid(xr + hr)
             z = jax.nn.sigmoid(xz + hz)
             n = jnp.tanh(xn + r_gate * (hn + b_hn))
@@ -225,15 +241,18 @@ CORES = {"lstm": LSTM, "gru": GRU, "s5": S5}
 
 
 def make_core(cell: str, features: int, *, s5_layers: int = 2, s5_blocks: int = 2, s5_layernorm: str = "post",
-              s5_scan: str = "auto", scan_unroll: int = 0, name: str | None = None) -> nn.Module:
-    """The recurrent core `cell` of width `features` (the S5 options apply to `s5` only). Without a
-    `name` it is a free-standing module (for `initial_carry`), not a submodule of the caller."""
+              s5_scan: str = "auto", scan_unroll: int = 0, matmul_dtype: str = "float32",
+              name: str | None = None) -> nn.Module:
+    """The recurrent core `cell` of width `features` (the S5 options apply to `s5` only), its products
+    at `matmul_dtype`. Without a `name` it is a free-standing module (for `initial_carry`), not a
+    submodule of the caller."""
     if cell not in CORES:
         raise ValueError(f"unknown recurrent cell {cell!r}; choose from {', '.join(CORES)}")
     where = dict(name=name) if name else dict(parent=None)
     if cell == "s5":
-        return S5(features, n_layers=s5_layers, n_blocks=s5_blocks, layernorm=s5_layernorm, scan=s5_scan, **where)
-    return CORES[cell](features, unroll=resolve_unroll(scan_unroll), **where)
+        return S5(features, n_layers=s5_layers, n_blocks=s5_blocks, layernorm=s5_layernorm, scan=s5_scan,
+                  matmul_dtype=matmul_dtype, **where)
+    return CORES[cell](features, unroll=resolve_unroll(scan_unroll), matmul_dtype=matmul_dtype, **where)
 
 
 class WithRecurrentCore(nn.Module):
@@ -248,6 +267,7 @@ class WithRecurrentCore(nn.Module):
     s5_layernorm: str = "post"
     s5_scan: str = "auto"
     scan_unroll: int = 0      # LSTM / GRU: time steps per scan iteration (0: the backend's default)
+    matmul_dtype: str = "float32"  # the products' operand dtype (models/precision.py: --matmul-dtype)
 
     def initial_carry(self, batch: int):
         return self.core().initial_carry(batch)
@@ -255,4 +275,4 @@ class WithRecurrentCore(nn.Module):
     def core(self, name: str | None = None) -> nn.Module:
         return make_core(self.recurrent_cell, self.recurrent_size, s5_layers=self.s5_layers,
                          s5_blocks=self.s5_blocks, s5_layernorm=self.s5_layernorm, s5_scan=self.s5_scan,
-                         scan_unroll=self.scan_unroll, name=name)
+                         scan_unroll=self.scan_unroll, matmul_dtype=self.matmul_dtype, name=name)

@@ -61,6 +61,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from minimax.models.initializers import orthogonal
+from minimax.models.precision import dense
 
 LAYERNORM_POSITIONS = ("pre", "post", "none")
 
@@ -287,6 +288,7 @@ class S5Layer(nn.Module):
     n_blocks: int = 1
     layernorm: str = "post"
     scan: str = "auto"
+    matmul_dtype: str = "float32"  # the gate's product (models/precision.py); the SSM stays float32
 
     @nn.compact
     def __call__(self, carry, x, reset):
@@ -295,7 +297,7 @@ class S5Layer(nn.Module):
             x = nn.LayerNorm(name="norm")(x)
         x_last, y = S5SSM(self.state_size, self.n_blocks, scan=self.scan, name="ssm")(carry, x, reset)
         y = nn.gelu(y)
-        y = y * jax.nn.sigmoid(nn.Dense(y.shape[-1], name="gate")(y))
+        y = y * jax.nn.sigmoid(dense(y.shape[-1], self.matmul_dtype, name="gate")(y))
         x = skip + y
         if self.layernorm == "post":
             x = nn.LayerNorm(name="norm")(x)
@@ -315,6 +317,7 @@ class S5(nn.Module):
     n_blocks: int = 2
     layernorm: str = "post"
     scan: str = "auto"
+    matmul_dtype: str = "float32"  # the dense layers' products (models/precision.py); the SSM stays float32
 
     def initial_carry(self, batch: int):
         zeros = jnp.zeros((batch, self.features // 2), jnp.float32)
@@ -328,10 +331,10 @@ class S5(nn.Module):
         if self.layernorm not in LAYERNORM_POSITIONS:
             raise ValueError(f"S5 layer norm position must be one of {', '.join(LAYERNORM_POSITIONS)}, "
                              f"got {self.layernorm!r}")
-        x = nn.Dense(self.features, kernel_init=orthogonal(1.0), name="input_projection")(x)
+        x = dense(self.features, self.matmul_dtype, kernel_init=orthogonal(1.0), name="input_projection")(x)
         new_carry = []
         for i in range(self.n_layers):
-            layer_carry, x = S5Layer(self.features, self.n_blocks, self.layernorm, self.scan,
+            layer_carry, x = S5Layer(self.features, self.n_blocks, self.layernorm, self.scan, self.matmul_dtype,
                                      name=f"layer_{i}")(carry[i], x, reset)
             new_carry.append(layer_carry)
         return tuple(new_carry), x

@@ -43,7 +43,7 @@ class MazeTeacherActorCritic(WithRecurrentCore):
     @nn.compact
     def __call__(self, carry, obs: dict, reset: jax.Array):
         """`(carry, obs[T, N], reset[T, N]) -> (carry, Categorical(logits[T, N, cells]), value[T, N])`."""
-        parts = [conv_features(obs["image"], self.conv_filters)]
+        parts = [conv_features(obs["image"], self.conv_filters, self.matmul_dtype)]
         time = jnp.clip(obs["time"].astype(jnp.int32), 0, self.num_steps - 1)
         parts.append(nn.Embed(self.num_steps, self.time_embed_size, embedding_init=orthogonal(1.0),
                               name="time_embed")(time))
@@ -52,5 +52,5 @@ class MazeTeacherActorCritic(WithRecurrentCore):
         carry, h = self.core("core")(
             carry, jnp.concatenate(parts, axis=-1), reset)
 
-        logits, value = actor_critic_heads(h, self.n_cells, self.head_hidden)
+        logits, value = actor_critic_heads(h, self.n_cells, self.head_hidden, self.matmul_dtype)
         return carry, Categorical(logits), value

@@ -44,7 +44,7 @@ def maze_model(cfg):
                            recurrent_size=m.recurrent_size, conv_filters=m.conv_filters,
                            dir_embed_size=m.dir_embed_size, head_hidden=m.head_hidden, s5_layers=m.s5_layers,
                            s5_blocks=m.s5_blocks, s5_layernorm=m.s5_layernorm, s5_scan=m.s5_scan,
-                           scan_unroll=m.scan_unroll)
+                           scan_unroll=m.scan_unroll, matmul_dtype=m.matmul_dtype)
 
 
 def level_metrics(level) -> dict:
@@ -112,7 +112,7 @@ def teacher_model(cfg):
                                   num_steps=teacher_params(cfg).num_steps, conv_filters=t.teacher_conv_filters,
                                   recurrent_cell=t.teacher_recurrent_cell, recurrent_size=t.teacher_recurrent_size,
                                   s5_layers=m.s5_layers, s5_blocks=m.s5_blocks, s5_layernorm=m.s5_layernorm,
-                                  s5_scan=m.s5_scan, scan_unroll=m.scan_unroll)
+                                  s5_scan=m.s5_scan, scan_unroll=m.scan_unroll, matmul_dtype=m.matmul_dtype)
 
 
 MAZE = UEDEnv(
