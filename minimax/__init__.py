@@ -26,7 +26,7 @@ import importlib
 
 from minimax import _moved
 
-__version__ = "0.1.0"
+from minimax.core.versions import VERSION as __version__
 
 _moved.install()
 

@@ -70,3 +70,34 @@ except SystemExit as exit_:
 """
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_version_prints_ours_and_the_libraries_and_every_run_records_them(tmp_path):
+    import json
+    import subprocess
+
+    import jax
+    import optax
+
+    import minimax
+    from minimax.config import TrainConfig
+
+    out = subprocess.run([sys.executable, "-m", "minimax.cli.train", "--version"], capture_output=True, text=True,
+                         timeout=300, check=True).stdout
+    lines = dict(line.split(" ", 1) for line in out.strip().splitlines())
+    assert lines["minimax"] == minimax.__version__ and lines["jax"] == jax.__version__
+    assert lines["optax"] == optax.__version__ and lines["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert {"jaxlib", "flax", "chex", "orbax-checkpoint", "numpy"} <= set(lines)
+    assert lines["backend"].startswith(jax.default_backend())
+
+    cfg = TrainConfig.from_options(method="plr", num_envs=8, out_dir=str(tmp_path))
+    cfg.save(tmp_path / "config.json")
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert saved["versions"]["jax"] == jax.__version__ and saved["versions"]["minimax"] == minimax.__version__
+    assert TrainConfig.load(tmp_path / "config.json") == cfg  # a record, not an option
+
+
+def test_the_package_and_its_metadata_agree_on_its_version():
+    import minimax
+
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"] == minimax.__version__

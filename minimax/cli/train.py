@@ -63,10 +63,17 @@ def load_plugins(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Train from the command line: the host-environment loop or the compiled one. `--plugin MODULE`
+    """Train from the command line: the host-environment loop or the compiled one (`--version`: the versions
+    of minimax, Python, jax and its libraries, and the backend, then nothing else). `--plugin MODULE`
     (or a `.py` file; repeatable) imports a user's registrations first: `--method`, `--score-function`
     and `--env` then accept what it registered (pass it again with `--resume`)."""
-    argv = load_plugins(list(sys.argv[1:] if argv is None else argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--version" in argv:
+        from minimax.core.versions import version_text  # noqa: PLC0415
+
+        print(version_text())
+        return None
+    argv = load_plugins(argv)
     if is_host_env_run(argv):
         from minimax.host.loop import main as host_main  # noqa: PLC0415  (procgen loads only when asked for)
 

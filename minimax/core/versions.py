@@ -1,0 +1,42 @@
+"""The versions a run ran with (`--version`, and each run's `config.json` under `versions`).
+
+Why record them: a result or a checkpoint is read months later on other versions of jax and its
+libraries; the versions it was made with are the first thing to compare when two runs disagree. Read
+from the installed distributions' metadata, so importing this module imports none of them.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+
+VERSION = "0.1.0"
+"""minimax's own version (`minimax.__version__`; `pyproject.toml` says the same, a test checks it)."""
+
+PACKAGES = ("jax", "jaxlib", "flax", "optax", "chex", "orbax-checkpoint", "numpy")
+"""The distributions whose versions change what a run computes or how it saves."""
+
+
+def package_version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def versions(backend: bool = True) -> dict[str, str]:
+    """`{"minimax": ..., "python": ..., <PACKAGES>..., "backend": ...}`; `backend=False` leaves out the
+    backend (asking for it starts JAX's backend, which a multi-host run must not do before it joins)."""
+    out = {"minimax": VERSION, "python": platform.python_version()}
+    out.update({name: package_version(name) for name in PACKAGES})
+    if backend:
+        import jax  # noqa: PLC0415
+
+        devices = jax.devices()
+        out["backend"] = f"{jax.default_backend()} ({len(devices)} x {devices[0].device_kind})"
+    return out
+
+
+def version_text() -> str:
+    """One `name version` line per entry of `versions()`, for `--version`."""
+    return "\n".join(f"{name} {value}" for name, value in versions().items())
