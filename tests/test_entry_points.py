@@ -101,3 +101,15 @@ def test_the_package_and_its_metadata_agree_on_its_version():
     import minimax
 
     assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"] == minimax.__version__
+
+
+def test_a_deprecation_raised_from_our_code_fails_the_suite():
+    """pyproject's `filterwarnings`: what jax, flax, optax or orbax deprecate reaches us as an error, while a
+    library's warning about its own internals (attributed to its module) stays a warning."""
+    import warnings
+
+    with pytest.raises(DeprecationWarning, match="removed in the next jax"):
+        warnings.warn_explicit("removed in the next jax", DeprecationWarning, "x.py", 1, module="minimax.models.maze")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.warn_explicit("internal", DeprecationWarning, "y.py", 1, module="jax._src.core")
+    assert [str(w.message) for w in caught] == ["internal"]
