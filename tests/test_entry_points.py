@@ -113,3 +113,13 @@ def test_a_deprecation_raised_from_our_code_fails_the_suite():
     with warnings.catch_warnings(record=True) as caught:
         warnings.warn_explicit("internal", DeprecationWarning, "y.py", 1, module="jax._src.core")
     assert [str(w.message) for w in caught] == ["internal"]
+
+
+def test_the_declared_lower_bounds_are_the_floor_legs_versions():
+    """pyproject's `>=` bounds of the libraries CI's floor leg pins are exactly the pinned versions (issue 58:
+    a bound we do not test is a promise we cannot keep)."""
+    pins = dict(line.split("==") for line in (ROOT / ".ci" / "floor-constraints.txt").read_text().splitlines()
+                if line and not line.startswith("#"))
+    declared = dict(dep.split(">=") for dep in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "dependencies"] if ">=" in dep)
+    assert {name: declared.get(name) for name in pins} == pins

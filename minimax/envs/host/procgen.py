@@ -105,6 +105,10 @@ def import_procgen():
     try:
         import procgen
     except ImportError as e:
+        if sys.version_info >= (3, 13):
+            raise ModuleNotFoundError(f"procgen is not importable ({e}): procgen-mirror has no wheel for Python "
+                                      f"{sys.version_info.major}.{sys.version_info.minor}; use Python 3.11 or 3.12, "
+                                      f"then: {INSTALL_HINT}") from e
         raise ModuleNotFoundError(f"procgen is not importable ({e}); install it with: {INSTALL_HINT}") from e
     finally:
         for name in shim:
