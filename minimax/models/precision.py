@@ -8,7 +8,7 @@ accumulated in float32 where the hardware does so, as tensor cores do). Everythi
 the parameters and the optimiser's moments (the master copy Adam updates), the recurrent carry, the
 gate nonlinearities, the logits, values, advantages and losses. So the option changes the rounding of
 the inputs to the products only (8 bits of mantissa instead of 24), and no state of the run changes
-dtype: a checkpoint of either setting resumes under the other.
+dtype: a checkpoint holds the same arrays in either setting.
 
 Why products only: they are where the time goes on a GPU (bfloat16 tensor cores run at twice TF32's
 rate and halve the bytes moved), while rounding a recurrent state or a softmax to 8 bits is where
