@@ -233,6 +233,7 @@ PLR = dict(method="robust_plr", buffer_size=16, replay_prob=0.5, num_steps=32, e
 after a cycle, then about every other cycle trains."""
 
 
+@pytest.mark.slow  # over a minute of compiling and training; CI's newest leg leaves it to the floor leg
 def test_robust_plr_seeds_each_make_exactly_their_updates_and_resume_exactly(tmp_path):
     cfg = tiny(tmp_path, **PLR, num_seeds=2, num_updates=6, log_every=3, checkpoint_every=3, run_name="whole")
     train(cfg)

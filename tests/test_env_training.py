@@ -66,6 +66,7 @@ def test_cartpole_robust_plr_scores_levels_by_their_outcome(tmp_path):
               "--out-dir", str(tmp_path), "--no-progress"])
 
 
+@pytest.mark.slow  # over a minute of compiling and training; CI's newest leg leaves it to the floor leg
 def test_cartpole_robust_plr_with_mna_trains_and_resumes_exactly(tmp_path):
     """MNA on another JAX environment than AMaze: its scores fill the buffer, and the run resumes exactly."""
     cfg = tiny(tmp_path / "a", **{**CLASSIC, "eval_every": 0}, env="cartpole", method="robust_plr",
@@ -78,6 +79,7 @@ def test_cartpole_robust_plr_with_mna_trains_and_resumes_exactly(tmp_path):
     assert without_timing(read_rows(tmp_path / "b" / "mna")) == without_timing(rows)
 
 
+@pytest.mark.slow  # over a minute of compiling and training; CI's newest leg leaves it to the floor leg
 def test_craftax_accel_replays_and_mutates_worlds(tmp_path):
     pytest.importorskip("craftax")
     cfg = tiny(tmp_path, **{**CLASSIC, "num_envs": 4, "num_steps": 8, "max_episode_steps": 6, "eval_every": 0,

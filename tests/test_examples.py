@@ -32,6 +32,7 @@ def test_dr_seeds_trains_several_seeds_in_one_program():
         assert 0.0 <= train_rate <= 1.0 and 0.0 <= test_rate <= 1.0
 
 
+@pytest.mark.slow  # over a minute of compiling and training; CI's newest leg leaves it to the floor leg
 def test_custom_curriculum_trains_a_users_score_and_replay_rule(tmp_path):
     results = load("custom_curriculum").main(["--num-updates", "2", "--out-dir", str(tmp_path)])
     assert len(results) == 3 and all(r["gradient_updates"] == 2 for r in results.values())

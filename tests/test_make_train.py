@@ -83,6 +83,7 @@ def test_vmapped_init_equals_each_seed_alone(tmp_path):
             np.testing.assert_array_equal(np.asarray(a[i]), np.asarray(b))
 
 
+@pytest.mark.slow  # over a minute of compiling and training; CI's newest leg leaves it to the floor leg
 @pytest.mark.parametrize("overrides", [
     dict(method="dr", num_updates=3, log_every=2),  # a chunk of 2 units, then a remainder of 1
     dict(method="robust_plr", num_updates=2, log_every=1, buffer_size=16, min_fill_ratio=0.25, replay_prob=0.5),

@@ -281,6 +281,7 @@ def test_a_cycle_never_trains_on_an_empty_buffer(method):
     assert int(np.asarray(after.buffer.mutations)[np.asarray(after.buffer.filled)].sum()) == 0
 
 
+@pytest.mark.slow  # over a minute of compiling and training; CI's newest leg leaves it to the floor leg
 def test_train_logs_buffer_and_level_statistics_and_checkpoints_the_buffer(tmp_path):
     cfg = small("accel", out_dir=str(tmp_path), run_name="accel", buffer_png=6)
     row = train(cfg)
