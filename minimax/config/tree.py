@@ -38,7 +38,7 @@ from minimax.runners.plr_family import CurriculumConfig
 from minimax.runners.sfl import SFLConfig
 from minimax.runners.ncc import NCCConfig
 from minimax.core.files import write_atomically
-from minimax.core.versions import versions
+from minimax.core.versions import with_versions, without_versions
 
 PresetName = Literal[tuple(PRESET_OPTIONS)]  # type: ignore[valid-type]  (follows config/presets.py)
 
@@ -219,7 +219,7 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, values: dict, where: str = "config") -> "TrainConfig":
         """From `to_dict()`'s nested form, or the flat form of configs saved before the groups."""
-        values = {k: v for k, v in values.items() if k != RECORD}
+        values = without_versions(values)
         flat = {k: v for k, v in values.items() if k not in GROUPS}
         for group in GROUPS:
             nested = values.get(group)
@@ -248,7 +248,7 @@ class TrainConfig:
         """Write `config.json` atomically (a crash leaves the old file or the new one, never half of one),
         with the versions of minimax, Python, jax and its libraries and the backend under `versions` (a
         record, not an option: `load` ignores it)."""
-        write_atomically(Path(path), json.dumps({**self.to_dict(), RECORD: versions()}, indent=2) + "\n")
+        write_atomically(Path(path), json.dumps(with_versions(self.to_dict()), indent=2) + "\n")
 
     @classmethod
     def load(cls, path) -> "TrainConfig":
@@ -261,9 +261,6 @@ class TrainConfig:
             return PRESETS[preset].replace(**options)
         return cls.from_dict(values, where=str(path))
 
-
-RECORD = "versions"
-"""The key of `config.json` that records the versions a run ran with (`core/versions.py`)."""
 
 RETIRED = ("max_search_rollouts",)
 """Options of older runs that no longer exist (ignored when their config is read): the cap on a

@@ -24,17 +24,30 @@ def package_version(name: str) -> str:
         return "not installed"
 
 
-def versions(backend: bool = True) -> dict[str, str]:
-    """`{"minimax": ..., "python": ..., <PACKAGES>..., "backend": ...}`; `backend=False` leaves out the
-    backend (asking for it starts JAX's backend, which a multi-host run must not do before it joins)."""
+RECORD = "versions"
+"""The key under which a run's `config.json` records `versions()` (a record, not an option)."""
+
+
+def versions() -> dict[str, str]:
+    """`{"minimax": ..., "python": ..., <PACKAGES>..., "backend": ...}`. Asking for the backend starts JAX's:
+    a multi-host run calls this only after it has joined the others."""
+    import jax  # noqa: PLC0415
+
     out = {"minimax": VERSION, "python": platform.python_version()}
     out.update({name: package_version(name) for name in PACKAGES})
-    if backend:
-        import jax  # noqa: PLC0415
-
-        devices = jax.devices()
-        out["backend"] = f"{jax.default_backend()} ({len(devices)} x {devices[0].device_kind})"
+    devices = jax.devices()
+    out["backend"] = f"{jax.default_backend()} ({len(devices)} x {devices[0].device_kind})"
     return out
+
+
+def with_versions(options: dict) -> dict:
+    """A run config's options as `config.json` holds them: with `versions()` under `RECORD`."""
+    return {**options, RECORD: versions()}
+
+
+def without_versions(saved: dict) -> dict:
+    """A saved `config.json`'s options: without the `RECORD` of versions (which any version may hold)."""
+    return {k: v for k, v in saved.items() if k != RECORD}
 
 
 def version_text() -> str:

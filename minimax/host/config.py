@@ -38,7 +38,7 @@ import tyro
 from minimax.agents.ppo import PPOConfig
 from minimax.core.files import write_atomically
 from minimax.core.options import ConfigError, check, read_config_json
-from minimax.core.versions import versions
+from minimax.core.versions import with_versions, without_versions
 from minimax.host.legacy_options import (env_steps_to_updates, translate_argv, translate_saved,
                                          warn_env_steps)
 from minimax.host.level_sampler import SamplerConfig
@@ -185,13 +185,12 @@ class HostTrainConfig:
 
     def save(self, path) -> None:
         """`config.json`, with the versions the run ran with under `versions` (ignored by `load`)."""
-        write_atomically(Path(path), json.dumps({**self.to_dict(), "versions": versions()}, indent=2) + "\n")
+        write_atomically(Path(path), json.dumps(with_versions(self.to_dict()), indent=2) + "\n")
 
     @classmethod
     def load(cls, path) -> "HostTrainConfig":
-        values = translate_saved(read_config_json(path))  # runs saved with the old names load as today's
+        values = translate_saved(without_versions(read_config_json(path)))  # runs saved with the old names load as today's
         values.pop("kind", None)
-        values.pop("versions", None)
         try:
             values["ppo"] = PPOConfig(**values["ppo"])
             values["sampler"] = SamplerConfig(**values["sampler"])
