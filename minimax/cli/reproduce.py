@@ -26,9 +26,7 @@ evaluation) past that wall time and exits with status 3: rerun it to continue, e
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -39,7 +37,8 @@ from minimax.training.checkpoint import CheckpointError
 from minimax.config import ConfigError, TrainConfig
 from minimax.core.options import flag, parse_assignments
 from minimax.config import PRESETS
-from minimax.core.files import write_atomically
+from minimax.cli.cluster import ClusterConfig, check_cluster
+from minimax.cli.reproduce_state import ReproduceError, State, hardware, note_hardware
 from minimax.cli.reproduce_table import LSTM_METHODS, METHODS, REPORT, REPORT_UPDATES, write_outputs
 
 EXIT_RERUN = 3  # stopped at --time-limit: rerun the same command to continue
@@ -49,10 +48,6 @@ RESERVED = {"preset": "--methods", "method": "--methods", "seed": "--seeds", "se
             "num_seeds": "--seeds", "run_name": "--out-dir", "out_dir": "--out-dir", "num_updates": "--updates",
             "resume": None, "overwrite": None, "log_every": "--log-every", "checkpoint_every": "--checkpoint-every",
             "progress": "--progress/--no-progress"}
-
-
-class ReproduceError(RuntimeError):
-    """Bad input to the reproduce command, or an output directory it cannot continue."""
 
 
 class TimeLimitReached(Exception):
@@ -92,6 +87,8 @@ class ReproduceConfig:
     """Show minimax.training.loop's progress bar."""
     compile_cache: bool = True
     """Keep compiled programs in <out-dir>/jax_cache so a chain of commands compiles each program once."""
+    cluster: ClusterConfig = ClusterConfig()
+    """Where the methods train (--executor local|slurm: each method one job; then this command evaluates)."""
 
 
 # --------------------------------------------------------------------------- inputs
@@ -138,6 +135,10 @@ def validate(rc: ReproduceConfig):
         v = getattr(rc, name)
         if not isinstance(v, int) or isinstance(v, bool) or v < low:
             raise ReproduceError(f"{flag(name)} must be an int >= {low}, got {v!r}")
+    check_cluster(rc.cluster)
+    if rc.cluster.jobs and rc.time_limit:
+        raise ReproduceError("--time-limit stops this process's own training; jobs have --slurm-time (a job that "
+                             "reaches it resumes by itself): give one of them")
     if not rc.time_limit >= 0:  # NaN fails too
         raise ReproduceError(f"--time-limit must be >= 0 seconds (0 = none), got {rc.time_limit!r}")
     if not rc.out_dir.strip():
@@ -151,57 +152,6 @@ def validate(rc: ReproduceConfig):
     except EvaluateError as e:
         raise ReproduceError(f"--suite: {e}") from None
     return methods, overrides, configs, mazes
-
-
-# --------------------------------------------------------------------------- state
-
-
-class State:
-    """`<out-dir>/state.json`: per method, training and evaluation wall times and sessions,
-    the hardware each ran on, and each seed's evaluation. Written atomically."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.data = {"version": 1, "methods": {}}
-        if path.exists():
-            try:
-                self.data = json.loads(path.read_text())
-            except (OSError, json.JSONDecodeError) as e:
-                raise ReproduceError(f"cannot read {path}: {e} (delete it to start the bookkeeping afresh)") from None
-
-    def method(self, name: str) -> dict:
-        return self.data["methods"].setdefault(name, {"train_seconds": 0.0, "train_sessions": 0, "hardware": []})
-
-    def reset(self, name: str) -> dict:
-        self.data["methods"].pop(name, None)
-        return self.method(name)
-
-    def save(self) -> None:
-        write_atomically(self.path, json.dumps(self.data, indent=2) + "\n")
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def hardware() -> dict:
-    import jax  # noqa: PLC0415
-
-    devices = jax.devices()
-    return {"platform": devices[0].platform, "device_kind": devices[0].device_kind, "device_count": len(devices),
-            "cpu": _cpu_model(), "cpu_count": os.cpu_count()}
-
-
-def _note_hardware(entry: dict, where: str, hw: dict) -> None:
-    record = {"stage": where, **hw}
-    if record not in entry["hardware"]:
-        entry["hardware"].append(record)
 
 
 # --------------------------------------------------------------------------- the protocol
@@ -277,7 +227,7 @@ class Reproduction:
             cfg = cfg.replace(overwrite=True)
             entry = self.state.reset(method)
         entry["train_sessions"] += 1
-        _note_hardware(entry, "train", self.hardware())
+        note_hardware(entry, "train", self.hardware())
         self.state.save()
         base, t0 = entry["train_seconds"], time.perf_counter()
         label = REPORT[method]["label"]
@@ -322,7 +272,7 @@ class Reproduction:
         evaluate_policy = PolicyEvaluator(parse_args([str(cfg.run_dir), "--suite", self.rc.suite,
                                                       "--episodes", str(self.rc.eval_episodes)]))
         policies = {p.seed: p for p in load_policies(cfg.run_dir, self.rc.updates)}
-        _note_hardware(entry, "eval", self.hardware())
+        note_hardware(entry, "eval", self.hardware())
         for seed in todo:
             self.checkpoint_stop(f"{method} is trained; {len(cfg.seed_list) - len(ev['runs'])} of "
                                  f"{len(cfg.seed_list)} seeds to evaluate")
@@ -344,6 +294,15 @@ class Reproduction:
 
             if not jax.config.jax_compilation_cache_dir:  # keep a cache the caller set (tests do)
                 jax.config.update("jax_compilation_cache_dir", str((self.out / "jax_cache").absolute()))
+            os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", jax.config.jax_compilation_cache_dir)  # the jobs' too
+        if self.rc.cluster.jobs:
+            from minimax.cli.reproduce_jobs import train_in_jobs  # noqa: PLC0415
+
+            if not train_in_jobs(self):
+                if not self.rc.cluster.status:
+                    print("the jobs are submitted; rerun the same command to wait on them and evaluate (--status: "
+                          "where each stands)", file=sys.stderr)
+                return self.rc.cluster.status
         try:
             for method in self.methods:
                 self.train_method(method)
@@ -371,7 +330,7 @@ def main(argv: list[str] | None = None) -> None:
     from minimax.training.stop_signals import RunStopped  # noqa: PLC0415
     from minimax.training.loop import RunError  # noqa: PLC0415
 
-    rc = tyro.cli(ReproduceConfig, args=argv, prog="python -m minimax.cli.reproduce",
+    rc = tyro.cli(tyro.conf.OmitArgPrefixes[ReproduceConfig], args=argv, prog="python -m minimax.cli.reproduce",
                   description=ReproduceConfig.__doc__)
     try:
         finished = Reproduction(rc).run()

@@ -4,13 +4,18 @@
         --num-updates 2000                       # 4 runs, one after another, each training 3 seeds in one program
     python -m minimax.cli.sweep ... --print          # the 4 train.py commands instead, one per line (for a cluster)
     python -m minimax.cli.sweep --grid-file grid.json --seeds 0-4   # {"lr": [1e-4, 3e-4], ...}, or a release grid
+    python -m minimax.cli.sweep ... --executor slurm --slurm-partition gpu  # each point a SLURM job (one array)
+    python -m minimax.cli.sweep ... --executor slurm --status                # where each point's job stands
+    python -m minimax.cli.sweep ... --collect        # <out-dir>/sweep.csv: final metrics, intervals over seeds
 
 Every grid point is one `train.py` run whose seeds are vmapped in one program (`--seeds`), in its own
 run directory `<out-dir>/<preset>-<option>=<value>-...-seeds<...>`. A grid file is either ours
 (`{option: [values]}`, flat option names) or the minimax release's (`{"args": {argument: [values]}}`,
 what its `make_cmd` expands; each point is then read as `train.py --config` reads a release config).
 Flags other than the sweep's own pass to every run (`--num-updates 2000 --eval-every 200`). A rerun
-of the same sweep resumes each run (`--resume`), never retrains a finished one.
+of the same sweep resumes each run (`--resume`), never retrains a finished one. With `--executor local|slurm`
+each point is a submitit job instead (`minimax.cli.cluster`): the rerun skips finished runs, waits on running
+ones and resubmits the rest (`minimax.cli.cluster_runs`).
 """
 
 from __future__ import annotations
@@ -22,9 +27,13 @@ import shlex
 import sys
 from pathlib import Path
 
+from minimax.cli.cluster import TrainJob, add_arguments, check_cluster, from_arguments
+from minimax.cli.cluster_runs import PlannedRun, run_jobs, status_rows, status_table, unfinished_message
+from minimax.cli.sweep_collect import collect
 from minimax.config import ConfigError, TrainConfig
-from minimax.core.options import flag
 from minimax.config.release import is_release_config
+from minimax.core.options import flag
+from minimax.training.run_dirs import RunError
 
 
 def parse_seeds(text: str) -> str:
@@ -132,10 +141,8 @@ def commands(args, passthrough: list[str]) -> list[list[str]]:
     return [c + passthrough for c in out]
 
 
-def main(argv: list[str] | None = None) -> None:
-    from minimax.training.loop import RunError, train  # noqa: PLC0415
-    from minimax.training.cli import parse_config  # noqa: PLC0415
-
+def parse_args(argv: list[str]):
+    """`(args, cluster options, passthrough flags)` of the sweep's command line."""
     p = argparse.ArgumentParser(prog="python -m minimax.cli.sweep", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", default="dr", help="the preset every grid point starts from")
@@ -144,15 +151,52 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seeds", default="0", help="seeds of every run, vmapped in its one program: 0,1,2 or 0-4")
     p.add_argument("--out-dir", default="runs", help="where the runs' directories are made")
     p.add_argument("--print", action="store_true", help="print the train.py commands instead of running them")
-    args, passthrough = p.parse_known_args(sys.argv[1:] if argv is None else argv)
+    p.add_argument("--collect", action="store_true", help="write <out-dir>/sweep.csv: each run's final metrics "
+                   "with 95%% intervals over its seeds (one row per run and metric), and train nothing")
+    add_arguments(p)
+    args, passthrough = p.parse_known_args(argv)
+    cluster = from_arguments(args)
+    check_cluster(cluster)
+    if not args.grid and not args.grid_file:
+        raise ConfigError("give --grid OPTION=V1,V2 (repeatable) or --grid-file")
+    if cluster.jobs:
+        if args.print or args.collect:
+            raise ConfigError(f"--{'print' if args.print else 'collect'} trains nothing: leave out --executor")
+        args.out_dir = str(Path(args.out_dir).absolute())  # a job may start in another directory
+    return args, cluster, passthrough
+
+
+def train_in_jobs(runs, configs, passthrough, cluster, out_dir: Path) -> None:
+    """Each grid point a job (`minimax.cli.cluster_runs`); `--status` prints where each stands."""
+    folder = out_dir / "jobs"
+    planned = [PlannedRun(TrainJob(name=cfg.run_dir.name, run_dir=str(cfg.run_dir), start=command,
+                                   resume=passthrough, sessions=str(folder / f"{cfg.run_dir.name}.sessions.jsonl")),
+                          cfg.num_updates) for command, cfg in zip(runs, configs)]
+    if cluster.status:
+        print(status_table(status_rows(planned, cluster, folder)))
+        return
+    unfinished = run_jobs(planned, cluster, folder)
+    if unfinished and cluster.wait:
+        raise RunError(unfinished_message(unfinished, planned, folder))
+
+
+def main(argv: list[str] | None = None) -> None:
+    from minimax.training.loop import train  # noqa: PLC0415
+    from minimax.training.cli import parse_config  # noqa: PLC0415
+
     try:
-        if not args.grid and not args.grid_file:
-            raise ConfigError("give --grid OPTION=V1,V2 (repeatable) or --grid-file")
+        args, cluster, passthrough = parse_args(sys.argv[1:] if argv is None else argv)
         runs = commands(args, passthrough)
         configs = [parse_config(c) for c in runs]  # every point checked before any trains
         if args.print:
             print("\n".join("python train.py " + shlex.join(c) for c in runs))
             return
+        if args.collect:
+            path = Path(args.out_dir) / "sweep.csv"
+            print(f"sweep: {collect(configs, path)} rows in {path}", file=sys.stderr)
+            return
+        if cluster.jobs:
+            return train_in_jobs(runs, configs, passthrough, cluster, Path(args.out_dir))
         for command, cfg in zip(runs, configs):
             resume = (cfg.run_dir / "config.json").exists()
             print(f"sweep: {'resuming' if resume else 'training'} {cfg.run_dir}", file=sys.stderr)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import platform
+from pathlib import Path
 
 VERSION = "0.1.0"
 """minimax's own version (`minimax.__version__`; `pyproject.toml` says the same, a test checks it)."""
@@ -48,6 +49,17 @@ def with_versions(options: dict) -> dict:
 def without_versions(saved: dict) -> dict:
     """A saved `config.json`'s options: without the `RECORD` of versions (which any version may hold)."""
     return {k: v for k, v in saved.items() if k != RECORD}
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), for the records that name the hardware beside a figure."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def version_text() -> str:

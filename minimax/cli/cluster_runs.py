@@ -1,0 +1,191 @@
+"""The jobs of a sweep or of `reproduce`: which runs need one, which still run, and where each stands.
+
+A command with `--executor local|slurm` keeps `<jobs>/jobs.json`: for each run, the job last submitted
+for it. A rerun of the same command asks the scheduler about each run's job and
+- skips a finished run (its newest checkpoint is at its target number of updates),
+- waits on a run whose job is still pending or running (it is not submitted twice),
+- submits a job for every other run (never started, or its job died: the job resumes from the run's
+  newest checkpoint).
+A run whose job, waited on, ended before the run finished gets one more job in the same command; a
+job this command submitted that ends unfinished is reported, not resubmitted (a run that fails the
+same way again should be looked at: its log is named). `--status` prints the same facts as a table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from minimax.core.files import write_atomically
+from minimax.cli.cluster import ClusterConfig, ClusterError, TrainJob, make_executor, read_sessions
+
+ACTIVE = {"RUNNING", "PENDING", "REQUEUED", "CONFIGURING", "COMPLETING", "RESIZING", "SUSPENDED", "REQUEUE_HOLD",
+          "REQUEUE_FED", "STAGE_OUT", "SIGNALING"}
+"""Scheduler states of a job that may still train its run (SLURM's names; the local executor's RUNNING)."""
+POLL_S = {"local": 1.0, "slurm": 30.0}
+"""Seconds between two looks at the jobs while waiting."""
+
+
+@dataclasses.dataclass
+class PlannedRun:
+    """A run the command wants trained to `target` updates, and the job that trains it."""
+
+    job: TrainJob
+    target: int
+
+    @property
+    def name(self) -> str:
+        return self.job.name
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.job.run_dir)
+
+
+def updates_done(run_dir: Path) -> int:
+    """The update of the run's newest checkpoint (0: none yet)."""
+    from minimax.training.checkpoint import Checkpointer  # noqa: PLC0415
+
+    if not (Path(run_dir) / "checkpoints").is_dir():
+        return 0
+    return Checkpointer(Path(run_dir) / "checkpoints").latest_step() or 0
+
+
+def last_return(run_dir: Path) -> float | None:
+    """`train/return` of the run's last log row (the mean over seeds where several train)."""
+    from minimax.training.run_logs import read_rows  # noqa: PLC0415
+
+    if not (Path(run_dir) / "metrics.jsonl").exists():
+        return None
+    rows = read_rows(run_dir)
+    means = [r for r in rows if r.get("seed") == "mean"] or rows
+    return means[-1].get("train/return") if means else None
+
+
+class JobBook:
+    """`<jobs>/jobs.json`: run name -> {job_id, executor, submitted}, written atomically."""
+
+    def __init__(self, folder: Path):
+        self.path = Path(folder) / "jobs.json"
+        self.jobs = json.loads(self.path.read_text()) if self.path.exists() else {}
+
+    def record(self, name: str, job_id: str, executor: str) -> None:
+        self.jobs[name] = {"job_id": job_id, "executor": executor, "submitted": time.time()}
+        write_atomically(self.path, json.dumps(self.jobs, indent=2) + "\n")
+
+
+def _local_alive(pid: int) -> bool:
+    """A local job's controller (submitit.local._local) is still running under this PID."""
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    if not cmdline.parent.parent.joinpath("self").exists():  # no /proc (not Linux): trust the PID
+        return True
+    try:
+        return b"submitit" in cmdline.read_bytes()  # a zombie's or a reused PID's is not
+    except OSError:
+        return False
+
+
+class Scheduler:
+    """The scheduler's word on the jobs of one command: its own jobs through their handles, earlier
+    commands' jobs by job id."""
+
+    def __init__(self, cluster: ClusterConfig, folder: Path):
+        self.cluster, self.folder, self.handles = cluster, Path(folder), {}
+
+    def state(self, record: dict | None) -> str:
+        if record is None:
+            return "-"
+        handle = self.handles.get(record["job_id"])
+        if handle is not None:
+            return handle.state
+        if record["executor"] == "local":
+            return "RUNNING" if _local_alive(int(record["job_id"])) else "ENDED"
+        import submitit  # noqa: PLC0415
+
+        return submitit.SlurmJob(str(self.folder / "%j"), record["job_id"]).state
+
+    def submit(self, runs: list[PlannedRun], book: JobBook) -> None:
+        if not runs:
+            return
+        executor = make_executor(self.cluster, self.folder)
+        if self.cluster.executor == "slurm":
+            with executor.batch():  # one job array
+                jobs = [executor.submit(r.job) for r in runs]
+        else:
+            jobs = [executor.submit(r.job) for r in runs]
+        for run, job in zip(runs, jobs):
+            self.handles[job.job_id] = job
+            book.record(run.name, job.job_id, self.cluster.executor)
+            print(f"cluster: submitted {run.name} as {self.cluster.executor} job {job.job_id}", file=sys.stderr)
+
+    def active(self, record: dict | None) -> bool:
+        words = self.state(record).split()  # SLURM: "CANCELLED by 1234"
+        return bool(words) and words[0] in ACTIVE
+
+    def wait(self, records: list[dict]) -> None:
+        while any(self.active(r) for r in records):
+            time.sleep(POLL_S[self.cluster.executor])
+
+
+def run_jobs(runs: list[PlannedRun], cluster: ClusterConfig, folder: Path) -> list[str]:
+    """Bring every run to its target through jobs (see the module's docstring); returns the names of the
+    runs still short of it (none where everything finished; every unfinished one with --no-wait)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    book, scheduler = JobBook(folder), Scheduler(cluster, folder)
+    todo = [r for r in runs if updates_done(r.run_dir) < r.target]
+    for r in runs:
+        if r not in todo:
+            print(f"cluster: {r.name} is finished ({r.target} updates)", file=sys.stderr)
+    running = [r for r in todo if scheduler.active(book.jobs.get(r.name))]
+    for r in running:
+        print(f"cluster: {r.name} is in job {book.jobs[r.name]['job_id']}: waiting on it", file=sys.stderr)
+    scheduler.submit([r for r in todo if r not in running], book)
+    if not cluster.wait:
+        return [r.name for r in todo]
+    scheduler.wait([book.jobs[r.name] for r in todo])
+    again = [r for r in running if updates_done(r.run_dir) < r.target]  # an earlier command's job that died
+    scheduler.submit(again, book)
+    scheduler.wait([book.jobs[r.name] for r in again])
+    return [r.name for r in todo if updates_done(r.run_dir) < r.target]
+
+
+def unfinished_message(names: list[str], runs: list[PlannedRun], folder: Path) -> str:
+    """What to tell the user about runs whose jobs ended before the runs finished."""
+    book = JobBook(folder)
+    where = {r.name: r for r in runs}
+    details = [f"{n} (job {book.jobs.get(n, {}).get('job_id', '-')}, at update {updates_done(where[n].run_dir)} "
+               f"of {where[n].target}; log: {folder / str(book.jobs.get(n, {}).get('job_id', '-'))})" for n in names]
+    return (f"{len(names)} run(s) did not finish: " + "; ".join(details)
+            + ". Rerun the same command to resubmit them (each resumes from its newest checkpoint)")
+
+
+def status_rows(runs: list[PlannedRun], cluster: ClusterConfig, folder: Path) -> list[dict]:
+    """One row per run: run, job id, state, updates done, target, last return."""
+    book, scheduler = JobBook(folder), Scheduler(cluster, folder)
+    rows = []
+    for r in runs:
+        record, done = book.jobs.get(r.name), updates_done(r.run_dir)
+        state = "finished" if done >= r.target else scheduler.state(record) if record else "not submitted"
+        sessions = read_sessions(Path(r.job.sessions))
+        rows.append({"run": r.name, "job": record["job_id"] if record else "-", "state": state,
+                     "updates": done, "target": r.target, "return": last_return(r.run_dir),
+                     "sessions": len(sessions)})
+    return rows
+
+
+def status_table(rows: list[dict]) -> str:
+    """`status_rows` as a plain-text table."""
+    head = ("run", "job", "state", "updates", "last return", "job sessions")
+    lines = [(r["run"], str(r["job"]), r["state"], f"{r['updates']}/{r['target']}",
+              "-" if r["return"] is None else f"{r['return']:.4g}", str(r["sessions"])) for r in rows]
+    widths = [max(len(x) for x in col) for col in zip(head, *lines)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join(fmt.format(*line) for line in [head, *lines])
