@@ -158,9 +158,10 @@ def check_cluster(c: ClusterConfig) -> None:
                            f"({c.slurm_nodes}): each node gets the same number")
     if c.jobs and importlib.util.find_spec("submitit") is None:
         raise ClusterError(f"--executor {c.executor} needs submitit: pip install -e \".[cluster]\"")
-    if c.executor == "slurm" and not c.status and shutil.which("sbatch") is None:
-        raise ClusterError("--executor slurm: no sbatch on PATH (submit from a SLURM login node; --executor local "
-                           "runs the same jobs on this machine)")
+    missing = [tool for tool in ("sbatch", "srun") if shutil.which(tool) is None]
+    if c.executor == "slurm" and not c.status and missing:
+        raise ClusterError(f"--executor slurm: no {missing[0]} on PATH (submit from a SLURM login node; --executor "
+                           f"local runs the same jobs on this machine)")
 
 
 def make_executor(c: ClusterConfig, folder: Path):
@@ -246,11 +247,12 @@ class TrainJob:
         args = [*self.arguments(), *task_arguments(env)]
         self._child = subprocess.Popen([sys.executable, "-m", "minimax.cli.train", *args],
                                        preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+        self._asked = False
         usr = getattr(signal, "SIG" + os.environ.get("SUBMITIT_PREEMPT_SIGNAL", "USR2"))  # submitit's choice
         submitit_handler = signal.getsignal(usr)
 
         def forward(signum, frame):  # every task stops its train.py; submitit's handler then requeues (rank 0)
-            self._child.send_signal(signal.SIGTERM)
+            self._ask_child_to_stop()
             if callable(submitit_handler):
                 submitit_handler(signum, frame)
 
@@ -276,11 +278,18 @@ class TrainJob:
         self._stop_child()
         return submitit.helpers.DelayedSubmission(dataclasses.replace(self))
 
+    def _ask_child_to_stop(self) -> None:
+        """SIGTERM, once: train.py saves and stops on the first, and dies at once on a second."""
+        if not getattr(self, "_asked", False) and self._child.poll() is None:
+            self._asked = True
+            self._child.send_signal(signal.SIGTERM)
+
     def _stop_child(self) -> None:
+        """Ask train.py to stop, give it `grace_s` to save, then kill it."""
         child = getattr(self, "_child", None)
         if child is None or child.poll() is not None:
             return
-        child.send_signal(signal.SIGTERM)
+        self._ask_child_to_stop()
         deadline = time.time() + self.grace_s
         while child.poll() is None and time.time() < deadline:
             time.sleep(0.2)
@@ -301,7 +310,7 @@ class TrainJob:
             f.write(json.dumps(entry) + "\n")
 
     def __getstate__(self) -> dict:  # pickled to submit and to requeue: without the child process
-        return {k: v for k, v in self.__dict__.items() if k != "_child"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_child", "_asked")}
 
 
 def read_sessions(path: Path) -> list[dict]:

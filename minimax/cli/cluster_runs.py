@@ -94,33 +94,60 @@ def _local_alive(pid: int) -> bool:
 
 
 class Scheduler:
-    """The scheduler's word on the jobs of one command: its own jobs through their handles, earlier
-    commands' jobs by job id."""
+    """The scheduler's word on the jobs of one command: the local executor's jobs by their process (this
+    command's through their handles), SLURM's from one `sacct` call per look (`refresh`: submitit's
+    watcher, emptied first so every command asks afresh)."""
 
     def __init__(self, cluster: ClusterConfig, folder: Path):
-        self.cluster, self.folder, self.handles = cluster, Path(folder), {}
+        self.cluster, self.folder, self.handles, self.watcher = cluster, Path(folder), {}, None
+        if cluster.executor == "slurm":
+            import submitit  # noqa: PLC0415
+
+            self.watcher = submitit.SlurmJob.watcher
+            self.watcher.clear()
+
+    def refresh(self, records: list) -> None:
+        """Ask SLURM about these jobs, once for all of them."""
+        if self.watcher is not None:
+            import submitit  # noqa: PLC0415
+
+            for r in records:
+                if r is not None and r["job_id"] not in self.handles:
+                    submitit.SlurmJob(str(self.folder / "%j"), r["job_id"])  # registers it with the watcher
+            self.watcher.update()
 
     def state(self, record: dict | None) -> str:
+        """The job's state as of the last `refresh` ("-": no job)."""
         if record is None:
             return "-"
         handle = self.handles.get(record["job_id"])
-        if handle is not None:
-            return handle.state
-        if record["executor"] == "local":
+        if self.watcher is None:
+            if handle is not None:
+                return handle.state
             return "RUNNING" if _local_alive(int(record["job_id"])) else "ENDED"
-        import submitit  # noqa: PLC0415
-
-        return submitit.SlurmJob(str(self.folder / "%j"), record["job_id"]).state
+        state = self.watcher.get_state(record["job_id"], mode="cache")
+        if state == "UNKNOWN":
+            if handle is not None:  # a job of this command that sacct has not seen yet is on its way
+                return "PENDING"
+            # resubmitting a run whose job may still train would train it twice
+            raise ClusterError(f"cannot tell whether SLURM job {record['job_id']} still runs (sacct does not know "
+                               f"it): check with squeue, and scancel it or wait before running this command again")
+        return state
 
     def submit(self, runs: list[PlannedRun], book: JobBook) -> None:
         if not runs:
             return
         executor = make_executor(self.cluster, self.folder)
-        if self.cluster.executor == "slurm":
-            with executor.batch():  # one job array
+        try:
+            if self.cluster.executor == "slurm":
+                with executor.batch():  # one job array
+                    jobs = [executor.submit(r.job) for r in runs]
+            else:
                 jobs = [executor.submit(r.job) for r in runs]
-        else:
-            jobs = [executor.submit(r.job) for r in runs]
+        except Exception as e:  # sbatch refused (bad partition, account...): its own words, on one line
+            reason = " ".join(str(getattr(e, "output", "") or e).split())
+            raise ClusterError(f"--executor {self.cluster.executor}: submitting {len(runs)} job(s) failed: "
+                               f"{reason}") from None
         for run, job in zip(runs, jobs):
             self.handles[job.job_id] = job
             book.record(run.name, job.job_id, self.cluster.executor)
@@ -131,7 +158,10 @@ class Scheduler:
         return bool(words) and words[0] in ACTIVE
 
     def wait(self, records: list[dict]) -> None:
-        while any(self.active(r) for r in records):
+        while True:
+            self.refresh(records)
+            if not any(self.active(r) for r in records):
+                return
             time.sleep(POLL_S[self.cluster.executor])
 
 
@@ -144,6 +174,7 @@ def run_jobs(runs: list[PlannedRun], cluster: ClusterConfig, folder: Path) -> li
     for r in runs:
         if r not in todo:
             print(f"cluster: {r.name} is finished ({r.target} updates)", file=sys.stderr)
+    scheduler.refresh([book.jobs.get(r.name) for r in todo])
     running = [r for r in todo if scheduler.active(book.jobs.get(r.name))]
     for r in running:
         print(f"cluster: {r.name} is in job {book.jobs[r.name]['job_id']}: waiting on it", file=sys.stderr)
@@ -170,6 +201,7 @@ def unfinished_message(names: list[str], runs: list[PlannedRun], folder: Path) -
 def status_rows(runs: list[PlannedRun], cluster: ClusterConfig, folder: Path) -> list[dict]:
     """One row per run: run, job id, state, updates done, target, last return."""
     book, scheduler = JobBook(folder), Scheduler(cluster, folder)
+    scheduler.refresh([book.jobs.get(r.name) for r in runs if updates_done(r.run_dir) < r.target])
     rows = []
     for r in runs:
         record, done = book.jobs.get(r.name), updates_done(r.run_dir)
