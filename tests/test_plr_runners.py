@@ -357,7 +357,7 @@ def test_presets_are_the_reports_table_5():
     # Kinetix authors' in test_kinetix.py)
     assert set(PRESETS) == (set(TABLE_5_COLUMNS) | {"paired", "pop_paired", "minimax_adversary", "sfl", "ncc",
                                                     "ncc_reg", "jaxnav_dr", "jaxnav_plr", "jaxnav_sfl", "kinetix_dr",
-                                                    "kinetix_plr", "kinetix_accel", "kinetix_sfl"}
+                                                    "kinetix_plr", "kinetix_accel", "kinetix_sfl", "pace"}
                             | set(TABLE_6_COLUMNS))
     assert_presets_are_the_table(TABLE_5_COLUMNS, ("dr", "robust_plr", "parallel_plr", "accel", "parallel_accel"),
                                  TABLE_5_SHARED, TABLE_5_ROWS)

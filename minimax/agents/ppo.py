@@ -151,16 +151,22 @@ class PPOBatch:
     init_carry: Any  # [N, ...]: the recurrent carry before step 0
 
 
-def ppo_loss(params, apply_fn, batch: PPOBatch, cfg: PPOConfig, shard: Shard = NO_SHARD):
-    """Clipped surrogate + value loss (clipped around the old values) - entropy bonus."""
+def advantage_moments(advantages, shard: Shard = NO_SHARD):
+    """`(mean, std)` of a batch's advantages (over every device's envs), as `ppo_loss` normalises them."""
+    mean = shard.mean(advantages.mean())
+    return mean, jnp.sqrt(shard.mean(jnp.mean(jnp.square(advantages - mean))))
+
+
+def ppo_loss(params, apply_fn, batch: PPOBatch, cfg: PPOConfig, shard: Shard = NO_SHARD, moments=None):
+    """Clipped surrogate + value loss (clipped around the old values) - entropy bonus. The advantages are
+    normalised by their own `advantage_moments`, or by `moments` where given (a part of a batch, normalised
+    as the whole batch is: `level_update_sq_norms`)."""
     _, policy, values = apply_fn(params, batch.init_carry, batch.obs, batch.reset)
     log_probs = policy.log_prob(batch.actions)
     entropy = policy.entropy().mean()
 
-    adv = batch.advantages
-    mean = shard.mean(adv.mean())
-    std = jnp.sqrt(shard.mean(jnp.mean(jnp.square(adv - mean))))
-    adv = (adv - mean) / (std + 1e-8)
+    mean, std = advantage_moments(batch.advantages, shard) if moments is None else moments
+    adv = (batch.advantages - mean) / (std + 1e-8)
     log_ratio = log_probs - batch.log_probs
     ratio = jnp.exp(log_ratio)
     clipped_ratio = jnp.clip(ratio, 1.0 - cfg.clip_eps, 1.0 + cfg.clip_eps)
@@ -220,3 +226,25 @@ def ppo_update(key, train_state: TrainState, batch: PPOBatch, cfg: PPOConfig, sh
     metrics = jax.tree.map(jnp.mean, stats)
     metrics["explained_variance"] = explained_variance(batch.values, batch.targets, shard)
     return train_state, metrics
+
+
+def level_update_sq_norms(params, apply_fn, batch: PPOBatch, cfg: PPOConfig, shard: Shard = NO_SHARD):
+    """float32[N]: for each env of the batch (one level each), the squared L2 norm of the gradient of PPO's
+    loss on that env's T steps alone, at `params`: the SGD step that training on the level would take,
+    up to the learning rate (PACE's level score, `curricula/pace.py`).
+
+    Each env's loss is `ppo_loss` on its own sequence with the advantages normalised by the whole batch's
+    moments, so the batch's gradient is exactly the mean of the N per-level gradients (a test checks it):
+    the update decomposes into the levels' contributions. One `vmap(grad)` over the env axis, without a
+    Python loop; it holds N gradients at once (N x the student's parameters in memory)."""
+    moments = advantage_moments(batch.advantages, shard)
+
+    def one_level(init_carry, time_major):
+        level = PPOBatch(**jax.tree.map(lambda x: x[:, None], time_major),
+                         init_carry=jax.tree.map(lambda x: x[None], init_carry))
+        grads, _ = jax.grad(ppo_loss, has_aux=True)(params, apply_fn, level, cfg, NO_SHARD, moments)
+        return sum(jnp.sum(jnp.square(g.astype(jnp.float32))) for g in jax.tree.leaves(grads))
+
+    fields = {k: getattr(batch, k) for k in ("obs", "reset", "actions", "log_probs", "values", "advantages",
+                                             "targets")}
+    return jax.vmap(one_level, in_axes=(0, 1))(batch.init_carry, fields)

@@ -163,11 +163,17 @@ KINETIX_SFL = {**KINETIX_DR, "preset": "kinetix_sfl", "method": "sfl", "num_step
 """Their SFL (`configs/sfl.yaml`, `ued/sfl.yaml`): 3 batches of 4,096 filtered random levels played 512 steps,
 the 1,024 most learnable kept, refreshed every 128 updates, half the envs on them; 256-step rollouts."""
 
+PACE_MAZE = {**_preset("plr"), "preset": "pace", "score_function": "pace"}
+"""PACE (arXiv 2605.01358; `curricula/pace.py`): robust PLR (Table 5's `plr`: p 0.5, rank prioritisation with
+temperature 0.1, staleness 0.3, a 4,000-level buffer) scoring levels by their PPO update's squared norm. The
+paper builds on PLR's replay; the hyperparameters it used are not available to us, so these are the report's
+robust PLR values with PACE's score (docs/methods.md)."""
+
 PRESET_OPTIONS: dict[str, dict] = {**{name: _preset(name) for name in (*TABLE_5, *TABLE_6)}, "sfl": SFL_MAZE,
                                    "ncc": NCC_MAZE, "ncc_reg": NCC_REG_MAZE, "jaxnav_dr": JAXNAV_DR,
                                    "jaxnav_plr": JAXNAV_PLR, "jaxnav_sfl": JAXNAV_SFL, "kinetix_dr": KINETIX_DR,
                                    "kinetix_plr": KINETIX_PLR, "kinetix_accel": KINETIX_ACCEL,
-                                   "kinetix_sfl": KINETIX_SFL}
+                                   "kinetix_sfl": KINETIX_SFL, "pace": PACE_MAZE}
 """The methods' published configurations, by preset name: the minimax report's with an LSTM student
 (its Table 5; the learned-teacher presets share Table 5's PAIRED column) and with an S5
 student (its Table 6, `*_s5`; the S5 PAIRED teacher keeps Table 5's LSTM network, as the report

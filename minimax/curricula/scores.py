@@ -35,6 +35,7 @@ class ScoreInputs:
     max_returns: jax.Array  # float32[N]: best return ever seen on the level, this rollout included
     episode_returns: Any = None   # float32[T, N]: the return of the episode that ended at t (where `dones`)
     optimal_returns: Any = None   # float32[N]: the level's optimal return, where the environment knows it
+    update_sq_norms: Any = None   # float32[N]: |grad of PPO's loss on the level alone|^2, for a score that asks
     gamma: float = struct.field(pytree_node=False, default=0.99)
     gae_lambda: float = struct.field(pytree_node=False, default=0.95)
 
@@ -95,6 +96,8 @@ class Score:
     """Reads `solved`: the environment's episodes must succeed or fail."""
     needs_optimum: bool = False
     """Reads `optimal_returns`: the environment must know each level's optimal return (`level_facts`)."""
+    needs_update_norms: bool = False
+    """Reads `update_sq_norms`: the runner computes each level's own PPO gradient (a backward pass per level)."""
     problems: Callable | None = None
     """`cfg -> messages`: what else the score needs of the run's options (the config checks ask it)."""
 
@@ -104,14 +107,15 @@ SCORES: dict[str, Score] = {}
 
 
 def register_score(name: str, fn: Callable, *, per_level: bool = False, needs_discrete_actions: bool = False,
-                   needs_success: bool = False, needs_optimum: bool = False, problems: Callable | None = None,
-                   replace: bool = False) -> Score:
+                   needs_success: bool = False, needs_optimum: bool = False, needs_update_norms: bool = False,
+                   problems: Callable | None = None, replace: bool = False) -> Score:
     """Make `fn` the score `--score-function name` (see the module docstring for its signature)."""
     if not name or not name.replace("_", "").isalnum():
         raise ValueError(f"a score name is letters, digits and underscores, got {name!r}")
     if name in SCORES and not replace:
         raise ValueError(f"score {name!r} is already registered (pass replace=True to replace it)")
-    SCORES[name] = Score(name, fn, per_level, needs_discrete_actions, needs_success, needs_optimum, problems)
+    SCORES[name] = Score(name, fn, per_level, needs_discrete_actions, needs_success, needs_optimum,
+                         needs_update_norms, problems)
     return SCORES[name]
 
 

@@ -32,7 +32,8 @@ class ACCELRunner(RobustPLRRunner):
             slots, repeat, first = self._locate(buffer, children)
             rollout = self.rollout(k_roll, params, children)
             optimal = self.optimal_returns(children)
-            s, best, valid = self.score(rollout, self.advantages(rollout), self.prior_max(buffer, slots), optimal)
+            s, best, valid = self.score(rollout, self.advantages(rollout), self.prior_max(buffer, slots), optimal,
+                                        params)
             buffer, _ = self._offer(buffer, children, slots, s, best, valid & ~repeat, mutations, first)
             return buffer, self.group_metrics("mutated", children, rollout, s, valid, optimal=optimal)
 

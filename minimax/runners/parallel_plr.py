@@ -57,7 +57,8 @@ class ParallelPLRRunner(PLRFamilyRunner):
         full = ppo_batch(rollout, self.ppo)
         train_state, metrics = self._train(k_upd, state.train_state, env_slice(full, n, 2 * n), ready)
         optimal = self.optimal_returns(levels)
-        scores, best, valid = self.score(rollout, full.advantages, self.prior_max(buffer, slots), optimal)
+        scores, best, valid = self.score(rollout, full.advantages, self.prior_max(buffer, slots), optimal,
+                                        params)
         mutations = jnp.concatenate([jnp.zeros((2 * n,), jnp.int32)] + [child_mutations] * (g - 2))
         buffer, where = self._offer(buffer, levels, slots, scores, best, valid & (is_replay | ~repeat), mutations,
                                     first)

@@ -69,7 +69,8 @@ class PLRRunner(PLRFamilyRunner):
         trainable = True if self.trains_on_new_levels else replay
         train_state, metrics = self._train(k_upd, state.train_state, batch, trainable)
         optimal = self.optimal_returns(levels)
-        scores, best, valid = self.score(rollout, batch.advantages, self.prior_max(buffer, slots), optimal)
+        scores, best, valid = self.score(rollout, batch.advantages, self.prior_max(buffer, slots), optimal,
+                                        params)
         # Replays of one slot are merged by the buffer (`--replay-merge`); a repeated new level is not offered.
         buffer, where = self._offer(buffer, levels, slots, scores, best, valid & (replayed | ~repeat), first=first)
         training_set = self.mark_stored(state.training_set, seeds, jnp.where(replayed, -1, where))

@@ -44,7 +44,7 @@ import jax.numpy as jnp
 from flax import struct
 from flax.training.train_state import TrainState
 
-from minimax.agents.ppo import PPOConfig, create_train_state, ppo_update
+from minimax.agents.ppo import PPOConfig, create_train_state, level_update_sq_norms, ppo_update
 from minimax.core.units import max_idle_cycles
 from minimax.curricula.level_buffer import (BufferConfig, LevelBuffer, advance_clock, buffer_stats, fill_ratio,
                                             init_buffer, locate, offer, sample_replay)
@@ -289,19 +289,24 @@ class PLRFamilyRunner:
         once per played batch and handed to `score` and `group_metrics`."""
         return None if self.level_facts is None else self.level_facts(levels, self.env_params)[0]
 
-    def score(self, rollout: Rollout, advantages, prior_max, optimal=None):
+    def score(self, rollout: Rollout, advantages, prior_max, optimal=None, params=None):
         """`(scores, best, valid)` per env: scores with MaxMC's max return = max(`prior_max`, this
         rollout's best); `best` is this rollout's best return (0 where no episode ended). The scores see
         rewards and returns times `--reward-scale`, the units of the value head; `best` is unscaled.
-        `optimal` (`optimal_returns` of the played levels) is what `oracle_regret` scores against."""
+        `optimal` (`optimal_returns` of the played levels) is what `oracle_regret` scores against;
+        `params` (those that played the rollout) what a score of each level's PPO gradient (`pace`) needs."""
         best = rollout_max_return(rollout.episode_returns, rollout.dones, jnp.full_like(prior_max, -jnp.inf))
         scale = self.ppo.reward_scale
+        norms = None
+        if SCORES[self.cur.score_function].needs_update_norms:
+            norms = level_update_sq_norms(params, self.model.apply, ppo_batch(rollout, self.ppo), self.ppo,
+                                          self.shard)
         inputs = ScoreInputs(rewards=rollout.rewards * scale, values=rollout.values, dones=rollout.dones,
                              solved=rollout.solved, advantages=advantages, policy=rollout.policy,
                              last_value=rollout.last_value, max_returns=jnp.maximum(prior_max, best) * scale,
                              episode_returns=rollout.episode_returns * scale,
                              optimal_returns=None if optimal is None else optimal * scale, gamma=self.ppo.gamma,
-                             gae_lambda=self.ppo.gae_lambda)
+                             gae_lambda=self.ppo.gae_lambda, update_sq_norms=norms)
         scores, valid = score_levels(self.cur.score_function, inputs)
         return scores, jnp.where(jnp.isfinite(best), best, 0.0), valid
 

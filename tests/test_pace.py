@@ -1,0 +1,96 @@
+"""PACE (issue 57, `--score-function pace`, `curricula/pace.py`): a level's score is the squared norm of the PPO
+gradient of its own rollout, computed for all levels at once; the batch's gradient is the mean of the levels';
+runs train, vmapped over seeds, through the loop and `make_train`, and resume exactly."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from minimax.agents.ppo import PPOBatch, advantage_moments, level_update_sq_norms, ppo_loss
+from minimax.config import PRESETS, TrainConfig
+from minimax.core.parallel import NO_SHARD
+from minimax.curricula.scores import SCORES, ScoreInputs
+from minimax.runners.rollout import ppo_batch
+from minimax.training.builder import build_runner
+from minimax.training.loop import train
+from minimax.training.make_train import make_train
+from minimax.training.run_logs import read_rows
+from run_helpers import without_timing
+
+SMALL = dict(method="robust_plr", score_function="pace", maze_height=5, maze_width=5, n_walls=3,
+             max_episode_steps=16, n_actions=3, recurrent_size=16, num_envs=4, num_steps=16, n_epochs=2, lr=3e-3,
+             buffer_size=16, min_fill_ratio=0.25, replay_prob=0.5, num_updates=4, log_every=2, eval_every=0,
+             checkpoint_every=2, progress=False)
+
+
+@pytest.fixture(scope="module")
+def played():
+    """A small robust PLR runner, its initial parameters and a rollout of 4 new levels with them."""
+    runner = build_runner(TrainConfig.from_options(**SMALL))
+    state = runner.init(jax.random.key(0))
+    _, levels = runner.new_levels(jax.random.key(1), state.training_set, runner.n)
+    params = state.train_state.params
+    rollout = jax.jit(runner.rollout)(jax.random.key(2), params, levels)
+    return runner, params, rollout, ppo_batch(rollout, runner.ppo)
+
+
+def one_level(batch: PPOBatch, i: int) -> PPOBatch:
+    return batch.replace(**{k: jax.tree.map(lambda x: x[:, i:i + 1], getattr(batch, k))
+                            for k in ("obs", "reset", "actions", "log_probs", "values", "advantages", "targets")},
+                         init_carry=jax.tree.map(lambda x: x[i:i + 1], batch.init_carry))
+
+
+def test_each_levels_norm_is_its_own_gradients_and_the_batch_gradient_is_their_mean(played):
+    runner, params, _, batch = played
+    norms = np.asarray(jax.jit(lambda p, b: level_update_sq_norms(p, runner.model.apply, b, runner.ppo))(
+        params, batch))
+    moments = advantage_moments(batch.advantages)
+    grad = jax.jit(jax.grad(ppo_loss, has_aux=True), static_argnums=(1, 3, 4))
+    per_level = [grad(params, runner.model.apply, one_level(batch, i), runner.ppo, NO_SHARD, moments)[0]
+                 for i in range(runner.n)]  # directly, one level at a time
+    direct = np.array([sum(float(jnp.sum(g ** 2)) for g in jax.tree.leaves(gs)) for gs in per_level])
+    assert (direct > 0).all() and len(set(np.round(direct, 6))) == runner.n  # four different levels, four scores
+    np.testing.assert_allclose(norms, direct, rtol=1e-4)
+    whole, _ = grad(params, runner.model.apply, batch, runner.ppo, NO_SHARD, None)
+    mean = jax.tree.map(lambda *gs: sum(gs) / len(gs), *per_level)
+    scale = max(float(jnp.abs(g).max()) for g in jax.tree.leaves(whole))
+    for a, b in zip(jax.tree.leaves(mean), jax.tree.leaves(whole)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * scale)
+
+
+def test_the_runner_scores_every_played_level_by_its_norm(played):
+    runner, params, rollout, batch = played
+    scores, _, valid = jax.jit(runner.score)(rollout, batch.advantages, jnp.full((runner.n,), -jnp.inf), None, params)
+    norms = jax.jit(lambda p, b: level_update_sq_norms(p, runner.model.apply, b, runner.ppo))(params, batch)
+    np.testing.assert_allclose(scores, norms, rtol=1e-6)
+    assert np.asarray(valid).all()  # a gradient exists whether or not an episode ended
+
+
+def test_pace_without_the_norms_says_what_it_needs():
+    inputs = ScoreInputs(*(jnp.zeros((2, 3)),) * 5, policy=None, last_value=jnp.zeros(3), max_returns=jnp.zeros(3))
+    with pytest.raises(ValueError, match="pace needs each level's PPO gradient norm"):
+        SCORES["pace"].fn(inputs)
+    assert SCORES["pace"].per_level and SCORES["pace"].needs_update_norms
+
+
+def test_the_pace_preset_is_robust_plr_scored_by_pace():
+    pace, plr = PRESETS["pace"].options(), PRESETS["plr"].options()
+    assert pace["method"] == "robust_plr" and pace["score_function"] == "pace"
+    assert {k for k in pace if pace[k] != plr[k]} == {"preset", "score_function"}
+
+
+@pytest.mark.slow  # two programs with a backward pass per level: over a minute of compiling on 2 cores
+def test_two_vmapped_seeds_train_resume_exactly_and_make_train_runs_them(tmp_path):
+    cfg = TrainConfig.from_options(**SMALL, seeds="0,1", out_dir=str(tmp_path), run_name="pace")
+    train(cfg)
+    rows = read_rows(cfg.run_dir)
+    assert [r["update"] for r in rows] == [2, 2, 2, 4, 4, 4]
+    assert all(r["buffer/mean_score"] > 0 for r in rows)
+    again = cfg.replace(run_name="resumed", num_updates=2)
+    train(again)
+    train(again.replace(resume=True, num_updates=4))
+    assert without_timing(read_rows(again.run_dir)) == without_timing(rows)
+    out = jax.jit(jax.vmap(make_train(cfg.replace(seeds="", num_updates=2))))(jax.random.split(jax.random.key(0), 2))
+    scores = np.asarray(out["runner_state"].buffer.scores)
+    assert scores.shape == (2, 16) and (scores.max(1) > 0).all()
