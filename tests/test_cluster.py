@@ -197,9 +197,9 @@ def wait_for_checkpoint(run_dir: Path, timeout: float = 600) -> int:
     raise AssertionError(f"{run_dir} saved no checkpoint")
 
 
-def wait_until_gone(pid: int, timeout: float = 300) -> None:
+def wait_until_gone(pid: int, folder: Path, timeout: float = 300) -> None:
     deadline = time.time() + timeout
-    while cluster_runs._local_alive(pid) and time.time() < deadline:
+    while cluster_runs._local_alive(pid, folder) and time.time() < deadline:
         time.sleep(0.1)
 
 
@@ -230,7 +230,7 @@ def test_a_killed_job_and_a_requeued_job_finish_their_runs_once_as_an_uninterrup
     os.kill(first[names[0]]["train_pid"], signal.SIGKILL)
     wait_for_checkpoint(requeued)
     os.kill(first[names[1]]["pid"], signal.SIGUSR2)
-    wait_until_gone(int(jobs[names[0]]))
+    wait_until_gone(int(jobs[names[0]]), tmp_path / "jobs")
     assert 6 <= cluster_runs.updates_done(killed) < 30  # killed midway: its job ended, its run did not
     capsys.readouterr()
     sweep(args)  # the rerun: waits on the two live jobs, resubmits the killed run
@@ -273,7 +273,8 @@ def test_reproduce_through_local_jobs_resumes_a_killed_method_and_tables_both(
     session = first_session(tmp_path / "r" / "jobs" / "dr.sessions.jsonl")
     wait_for_checkpoint(run)
     os.kill(session["train_pid"], signal.SIGKILL)
-    wait_until_gone(int(json.loads((tmp_path / "r" / "jobs" / "jobs.json").read_text())["dr"]["job_id"]))
+    wait_until_gone(int(json.loads((tmp_path / "r" / "jobs" / "jobs.json").read_text())["dr"]["job_id"]),
+                    tmp_path / "r" / "jobs")
     assert cluster_runs.updates_done(run) < 30
     reproduce(args)
     doc = json.loads((tmp_path / "r" / "results.json").read_text())

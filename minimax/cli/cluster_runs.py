@@ -78,8 +78,8 @@ class JobBook:
         write_atomically(self.path, json.dumps(self.jobs, indent=2) + "\n")
 
 
-def _local_alive(pid: int) -> bool:
-    """A local job's controller (submitit.local._local) is still running under this PID."""
+def _local_alive(pid: int, folder: Path) -> bool:
+    """A local job's controller (`submitit.local._local <folder>`) is still running under this PID."""
     try:
         os.kill(pid, 0)
     except (ProcessLookupError, PermissionError):
@@ -88,31 +88,37 @@ def _local_alive(pid: int) -> bool:
     if not cmdline.parent.parent.joinpath("self").exists():  # no /proc (not Linux): trust the PID
         return True
     try:
-        return b"submitit" in cmdline.read_bytes()  # a zombie's or a reused PID's is not
+        line = cmdline.read_bytes()  # a zombie's is empty; a reused PID's names another program or folder
     except OSError:
         return False
+    return b"submitit" in line and str(folder).encode() in line
 
 
 class Scheduler:
-    """The scheduler's word on the jobs of one command: the local executor's jobs by their process (this
-    command's through their handles), SLURM's from one `sacct` call per look (`refresh`: submitit's
-    watcher, emptied first so every command asks afresh)."""
+    """The scheduler's word on the jobs of one command, each asked by the executor that ran it: the local
+    executor's by their process (this command's through their handles), SLURM's from one `sacct` call per
+    look for all of them (`refresh`: submitit's watcher, emptied first so every command asks afresh)."""
 
     def __init__(self, cluster: ClusterConfig, folder: Path):
-        self.cluster, self.folder, self.handles, self.watcher = cluster, Path(folder), {}, None
-        if cluster.executor == "slurm":
+        self.cluster, self.folder, self.handles, self._watcher = cluster, Path(folder), {}, None
+
+    @property
+    def watcher(self):
+        if self._watcher is None:
             import submitit  # noqa: PLC0415
 
-            self.watcher = submitit.SlurmJob.watcher
-            self.watcher.clear()
+            self._watcher = submitit.SlurmJob.watcher
+            self._watcher.clear()
+        return self._watcher
 
     def refresh(self, records: list) -> None:
-        """Ask SLURM about these jobs, once for all of them."""
-        if self.watcher is not None:
+        """Ask SLURM about its jobs among these, once for all of them."""
+        slurm = [r for r in records if r is not None and r["executor"] == "slurm"]
+        if slurm:
             import submitit  # noqa: PLC0415
 
-            for r in records:
-                if r is not None and r["job_id"] not in self.handles:
+            for r in slurm:
+                if r["job_id"] not in self.handles:
                     submitit.SlurmJob(str(self.folder / "%j"), r["job_id"])  # registers it with the watcher
             self.watcher.update()
 
@@ -121,10 +127,10 @@ class Scheduler:
         if record is None:
             return "-"
         handle = self.handles.get(record["job_id"])
-        if self.watcher is None:
+        if record["executor"] == "local":
             if handle is not None:
                 return handle.state
-            return "RUNNING" if _local_alive(int(record["job_id"])) else "ENDED"
+            return "RUNNING" if _local_alive(int(record["job_id"]), self.folder) else "ENDED"
         state = self.watcher.get_state(record["job_id"], mode="cache")
         if state == "UNKNOWN":
             if handle is not None:  # a job of this command that sacct has not seen yet is on its way
