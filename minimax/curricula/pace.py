@@ -13,7 +13,8 @@ with these choices (docs/methods.md):
   batch's update is exactly the mean of the levels' (`agents/ppo.py: level_update_sq_norms`).
 - **The SGD step, not Adam's**: the score is `|g|^2`, the squared norm of the SGD step up to `eta^2`. A
   constant factor changes neither the rank nor the power prioritisation PLR uses (nor the staleness mix);
-  Adam's per-parameter scaling would make the score a function of the optimiser's history, not of the level.
+  Adam's per-parameter scaling would make the score a function of the optimiser's history, not of the level;
+  and before `--max-grad-norm`'s clipping, which would give every level above the cap the same score.
 - **Every played level is scored**: a gradient exists for any T steps, finished episode or not.
 
 The cost is one backward pass per level per scored rollout (a `vmap` of `grad` over the envs), on top of
