@@ -18,6 +18,7 @@ an episode (the recurrent carry is zeroed before it).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Literal
 
@@ -245,6 +246,5 @@ def level_update_sq_norms(params, apply_fn, batch: PPOBatch, cfg: PPOConfig, sha
         grads, _ = jax.grad(ppo_loss, has_aux=True)(params, apply_fn, level, cfg, NO_SHARD, moments)
         return sum(jnp.sum(jnp.square(g.astype(jnp.float32))) for g in jax.tree.leaves(grads))
 
-    fields = {k: getattr(batch, k) for k in ("obs", "reset", "actions", "log_probs", "values", "advantages",
-                                             "targets")}
+    fields = {f.name: getattr(batch, f.name) for f in dataclasses.fields(batch) if f.name != "init_carry"}
     return jax.vmap(one_level, in_axes=(0, 1))(batch.init_carry, fields)

@@ -44,7 +44,7 @@ from pathlib import Path
 import tyro
 
 from minimax.core.options import ConfigError, flag
-from minimax.core.versions import cpu_model
+from minimax.core.versions import RECORD, cpu_model
 
 EXECUTORS = ("in-process", "local", "slurm")
 STOPPED = 128 + signal.SIGTERM  # train.py's exit status after a SIGTERM: a checkpoint is saved
@@ -90,10 +90,6 @@ class ClusterConfig:
     @property
     def jobs(self) -> bool:
         return self.executor != "in-process"
-
-    @property
-    def num_tasks(self) -> int:
-        return self.job_tasks_per_node * (self.slurm_nodes if self.executor == "slurm" else 1)
 
 
 SLURM_ONLY = tuple(f.name for f in dataclasses.fields(ClusterConfig) if f.name.startswith("slurm_"))
@@ -214,10 +210,13 @@ def _die_with_parent() -> None:  # pragma: no cover (runs in the child between f
         pass
 
 
-def has_checkpoint(run_dir: Path) -> bool:
+def updates_done(run_dir: Path) -> int:
+    """The update of the run's newest checkpoint (0: none yet)."""
     from minimax.training.checkpoint import Checkpointer  # noqa: PLC0415
 
-    return (run_dir / "checkpoints").is_dir() and bool(Checkpointer(run_dir / "checkpoints").latest_step())
+    if not (Path(run_dir) / "checkpoints").is_dir():
+        return 0
+    return Checkpointer(Path(run_dir) / "checkpoints").latest_step() or 0
 
 
 @dataclasses.dataclass
@@ -234,7 +233,7 @@ class TrainJob:
 
     def arguments(self) -> list[str]:
         run_dir = Path(self.run_dir)
-        if has_checkpoint(run_dir):
+        if updates_done(run_dir):
             return ["--resume", "--out-dir", str(run_dir.parent), "--run-name", run_dir.name, *self.resume,
                     "--no-progress"]
         fresh = ["--overwrite"] if run_dir.exists() else []  # a start killed before its first checkpoint
@@ -300,7 +299,7 @@ class TrainJob:
     def _machine(self) -> dict:
         """Where the session trained: the backend the run's config recorded, the host's CPU."""
         try:
-            backend = json.loads((Path(self.run_dir) / "config.json").read_text())["versions"]["backend"]
+            backend = json.loads((Path(self.run_dir) / "config.json").read_text())[RECORD]["backend"]
         except (OSError, ValueError, KeyError, TypeError):
             backend = None
         return {"backend": backend, "cpu": cpu_model(), "cpu_count": os.cpu_count()}

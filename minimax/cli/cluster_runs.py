@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from minimax.core.files import write_atomically
-from minimax.cli.cluster import ClusterConfig, ClusterError, TrainJob, make_executor, read_sessions
+from minimax.cli.cluster import ClusterConfig, ClusterError, TrainJob, make_executor, read_sessions, updates_done
 
 ACTIVE = {"RUNNING", "PENDING", "REQUEUED", "CONFIGURING", "COMPLETING", "RESIZING", "SUSPENDED", "REQUEUE_HOLD",
           "REQUEUE_FED", "STAGE_OUT", "SIGNALING"}
@@ -44,15 +44,6 @@ class PlannedRun:
     @property
     def run_dir(self) -> Path:
         return Path(self.job.run_dir)
-
-
-def updates_done(run_dir: Path) -> int:
-    """The update of the run's newest checkpoint (0: none yet)."""
-    from minimax.training.checkpoint import Checkpointer  # noqa: PLC0415
-
-    if not (Path(run_dir) / "checkpoints").is_dir():
-        return 0
-    return Checkpointer(Path(run_dir) / "checkpoints").latest_step() or 0
 
 
 def last_return(run_dir: Path) -> float | None:
@@ -207,10 +198,11 @@ def unfinished_message(names: list[str], runs: list[PlannedRun], folder: Path) -
 def status_rows(runs: list[PlannedRun], cluster: ClusterConfig, folder: Path) -> list[dict]:
     """One row per run: run, job id, state, updates done, target, last return."""
     book, scheduler = JobBook(folder), Scheduler(cluster, folder)
-    scheduler.refresh([book.jobs.get(r.name) for r in runs if updates_done(r.run_dir) < r.target])
+    done_by_run = {r.name: updates_done(r.run_dir) for r in runs}
+    scheduler.refresh([book.jobs.get(r.name) for r in runs if done_by_run[r.name] < r.target])
     rows = []
     for r in runs:
-        record, done = book.jobs.get(r.name), updates_done(r.run_dir)
+        record, done = book.jobs.get(r.name), done_by_run[r.name]
         state = "finished" if done >= r.target else scheduler.state(record) if record else "not submitted"
         sessions = read_sessions(Path(r.job.sessions))
         rows.append({"run": r.name, "job": record["job_id"] if record else "-", "state": state,

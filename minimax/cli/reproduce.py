@@ -37,7 +37,7 @@ from minimax.training.checkpoint import CheckpointError
 from minimax.config import ConfigError, TrainConfig
 from minimax.core.options import flag, parse_assignments
 from minimax.config import PRESETS
-from minimax.cli.cluster import ClusterConfig, check_cluster
+from minimax.cli.cluster import ClusterConfig, check_cluster, updates_done
 from minimax.cli.reproduce_state import ReproduceError, State, hardware, note_hardware
 from minimax.cli.reproduce_table import LSTM_METHODS, METHODS, REPORT, REPORT_UPDATES, write_outputs
 
@@ -187,11 +187,20 @@ class Reproduction:
 
     # ------------------------------------------------------------ training
     def trained_updates(self, cfg: TrainConfig) -> int:
-        from minimax.training.checkpoint import Checkpointer  # noqa: PLC0415
+        return updates_done(cfg.run_dir)
 
-        if not (cfg.run_dir / "checkpoints").is_dir():
-            return 0
-        return Checkpointer(cfg.run_dir / "checkpoints").latest_step() or 0
+    def progress(self, method: str, cfg: TrainConfig) -> tuple[int, TrainConfig | None]:
+        """`(updates done, the run's saved config or None)`, checked before any training (in process or in a
+        job): a run past `--updates`, or one started with other settings, is a `ReproduceError`."""
+        done, target = self.trained_updates(cfg), self.rc.updates
+        if done > target:
+            raise ReproduceError(f"{cfg.run_dir} is trained to {done} updates, more than --updates {target}; "
+                                 f"give --updates {done} or more, or another --out-dir")
+        if not done:
+            return 0, None
+        saved = TrainConfig.load(cfg.run_dir / "config.json")
+        self.compatible(method, cfg, saved)
+        return done, saved
 
     def compatible(self, method: str, cfg: TrainConfig, saved: TrainConfig) -> None:
         from minimax.training.loop import RESUME_OVERRIDABLE  # noqa: PLC0415
@@ -210,17 +219,11 @@ class Reproduction:
         from minimax.training.loop import train  # noqa: PLC0415
 
         cfg, target = self.configs[method], self.rc.updates
-        done = self.trained_updates(cfg)
-        if done > target:
-            raise ReproduceError(f"{cfg.run_dir} is trained to {done} updates, more than --updates {target}; "
-                                 f"give --updates {done} or more, or another --out-dir")
+        done, saved = self.progress(method, cfg)
         if done == target:
-            self.compatible(method, cfg, TrainConfig.load(cfg.run_dir / "config.json"))
             return
         self.checkpoint_stop(f"{method} is at update {done} of {target}")
         if done:
-            saved = TrainConfig.load(cfg.run_dir / "config.json")
-            self.compatible(method, cfg, saved)
             cfg = cfg.replace(resume=True, devices=saved.devices)
             entry = self.state.method(method)
         else:  # nothing saved yet (or a run killed before its first checkpoint): start afresh

@@ -17,19 +17,13 @@ from pathlib import Path
 from minimax.cli.cluster import TrainJob, read_sessions
 from minimax.cli.cluster_runs import PlannedRun, run_jobs, status_rows, status_table, unfinished_message
 from minimax.cli.reproduce_state import ReproduceError, job_hardware, note_hardware
-from minimax.config import TrainConfig
 
 
 def planned_run(repro, method: str) -> PlannedRun:
-    """The job of one method, after the in-process path's checks; its bookkeeping reset for a fresh start."""
+    """The job of one method, after the checks the in-process path makes (`Reproduction.progress`)."""
     cfg, target, folder = repro.configs[method], repro.rc.updates, repro.out.absolute() / "jobs"
     cfg = cfg.replace(out_dir=str(Path(cfg.out_dir).absolute()))
-    done = repro.trained_updates(cfg)
-    if done > target:
-        raise ReproduceError(f"{cfg.run_dir} is trained to {done} updates, more than --updates {target}; "
-                             f"give --updates {done} or more, or another --out-dir")
-    if done:
-        repro.compatible(method, cfg, TrainConfig.load(cfg.run_dir / "config.json"))
+    repro.progress(method, cfg)
     folder.mkdir(parents=True, exist_ok=True)
     start = folder / f"{method}.json"
     cfg.replace(resume=False, overwrite=False).save(start)
