@@ -63,7 +63,7 @@ def test_the_runner_scores_every_played_level_by_its_norm(played):
     runner, params, rollout, batch = played
     scores, _, valid = jax.jit(runner.score)(rollout, batch.advantages, jnp.full((runner.n,), -jnp.inf), None, params)
     norms = jax.jit(lambda p, b: level_update_sq_norms(p, runner.model.apply, b, runner.ppo))(params, batch)
-    np.testing.assert_allclose(scores, norms, rtol=1e-6)
+    np.testing.assert_allclose(scores, norms, rtol=1e-5)  # one computation in two programs: rounding only
     assert np.asarray(valid).all()  # a gradient exists whether or not an episode ended
 
 
