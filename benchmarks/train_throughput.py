@@ -38,6 +38,7 @@ from minimax.training.builder import build_runner
 from minimax.agents.ppo import ppo_update
 from minimax.runners import PAIREDRunner
 from minimax.runners.design import design_levels
+from minimax.runners.plr_parts import buffer_ready
 from minimax.runners.rollout import play_levels, ppo_batch
 from minimax.training.budget import make_chunk
 from minimax.training.devices import distribute_step
@@ -107,7 +108,7 @@ def warm_buffer(runner, state, layout=None, verbose: bool = True):
     chunk = make_chunk(runner, 1, "cycles")
     multi = layout is not None and layout.multi_seed
     play = jax.jit(distribute_step(chunk, runner, layout) if layout is not None else chunk, donate_argnums=0)
-    ready = jax.jit(lambda b: jnp.all(jax.vmap(runner.buffer_ready)(b)) if multi else runner.buffer_ready(b))
+    ready = jax.jit(lambda b: jnp.all(jax.vmap(lambda x: buffer_ready(runner, x))(b)) if multi else buffer_ready(runner, b))
     t0, cycles, grads = time.perf_counter(), 0, 0
     while not bool(ready(state.buffer)):
         state, metrics = play(state)

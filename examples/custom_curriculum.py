@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import minimax
 from minimax.curricula.level_buffer import fill_ratio
 from minimax.runners import RobustPLRRunner
+from minimax.runners.plr_parts import buffer_ready
 
 
 def positive_td(x: minimax.ScoreInputs):
@@ -36,7 +37,7 @@ class WarmupPLR(RobustPLRRunner):
     method = "warmup_plr"
 
     def decide_replay(self, key, buffer, training_set):
-        return self.buffer_ready(buffer) & jax.random.bernoulli(key, self.cur.replay_prob * fill_ratio(buffer))
+        return buffer_ready(self, buffer) & jax.random.bernoulli(key, self.cur.replay_prob * fill_ratio(buffer))
 
 
 minimax.register_score("positive_td", positive_td, replace=True)

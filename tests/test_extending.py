@@ -22,13 +22,14 @@ import jax.numpy as jnp
 
 from minimax.curricula.scores import register_score
 from minimax.runners import RobustPLRRunner, plr_method, register_method
+from minimax.runners.plr_parts import buffer_ready
 
 
 class AlwaysReplayPLR(RobustPLRRunner):
     method = "always_replay_plr"
 
     def decide_replay(self, key, buffer, training_set):
-        return self.buffer_ready(buffer)
+        return buffer_ready(self, buffer)
 
 
 register_method(plr_method(AlwaysReplayPLR, "robust PLR that replays whenever it can", coin_replay=False))

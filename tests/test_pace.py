@@ -2,6 +2,8 @@
 gradient of its own rollout, computed for all levels at once; the batch's gradient is the mean of the levels';
 runs train, vmapped over seeds, through the loop and `make_train`, and resume exactly."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -11,7 +13,7 @@ from minimax.agents.ppo import PPOBatch, advantage_moments, level_update_sq_norm
 from minimax.config import PRESETS, TrainConfig
 from minimax.core.parallel import NO_SHARD
 from minimax.curricula.scores import SCORES, ScoreInputs
-from minimax.runners.rollout import ppo_batch
+from minimax.runners.plr_parts import new_levels, play, score
 from minimax.training.builder import build_runner
 from minimax.training.loop import train
 from minimax.training.make_train import make_train
@@ -29,10 +31,10 @@ def played():
     """A small robust PLR runner, its initial parameters and a rollout of 4 new levels with them."""
     runner = build_runner(TrainConfig.from_options(**SMALL))
     state = runner.init(jax.random.key(0))
-    _, levels = runner.new_levels(jax.random.key(1), state.training_set, runner.n)
+    _, levels = new_levels(runner, jax.random.key(1), state.training_set, runner.n)
     params = state.train_state.params
-    rollout = jax.jit(runner.rollout)(jax.random.key(2), params, levels)
-    return runner, params, rollout, ppo_batch(rollout, runner.ppo)
+    played = jax.jit(functools.partial(play, runner))(jax.random.key(2), params, state.buffer, levels)
+    return runner, params, (played, state.buffer), played.batch
 
 
 def one_level(batch: PPOBatch, i: int) -> PPOBatch:
@@ -60,8 +62,8 @@ def test_each_levels_norm_is_its_own_gradients_and_the_batch_gradient_is_their_m
 
 
 def test_the_runner_scores_every_played_level_by_its_norm(played):
-    runner, params, rollout, batch = played
-    scores, _, valid = jax.jit(runner.score)(rollout, batch.advantages, jnp.full((runner.n,), -jnp.inf), None, params)
+    runner, params, (levels_played, buffer), batch = played
+    scores, _, valid = jax.jit(functools.partial(score, runner))(levels_played, buffer, params)
     norms = jax.jit(lambda p, b: level_update_sq_norms(p, runner.model.apply, b, runner.ppo))(params, batch)
     np.testing.assert_allclose(scores, norms, rtol=1e-5)  # one computation in two programs: rounding only
     assert np.asarray(valid).all()  # a gradient exists whether or not an episode ended

@@ -17,6 +17,7 @@ from minimax.envs.maze.level import validate_level
 from minimax.training.run_logs import read_rows
 from minimax.config import PLR_METHODS
 from minimax.training.builder import build_runner
+from minimax.runners.plr_parts import mark_stored, mutate, new_levels, play, score
 from minimax.runners.rollout import ppo_batch
 from minimax.training.budget import make_chunk
 from minimax.training.loop import train
@@ -194,7 +195,9 @@ def test_reward_scale_learns_from_the_same_numbers_on_a_scaled_environment(score
     scaled = build_runner(small("robust_plr", score_function=score_function, reward_scale=1 / s))
     state = plain.init(jax.random.key(4))
     levels = jax.vmap(plain.generator)(jax.random.split(jax.random.key(5), plain.num_envs))
-    rollout = jax.jit(plain.rollout)(jax.random.key(6), state.train_state.params, levels)
+    params = state.train_state.params
+    played = jax.jit(functools.partial(play, plain))(jax.random.key(6), params, state.buffer, levels)
+    rollout = played.rollout
     assert int(rollout.dones.sum()) > 0
     # An untrained agent earns nothing on these small mazes: give every step and episode a reward.
     k_r, k_ret = jax.random.split(jax.random.key(7))
@@ -202,19 +205,21 @@ def test_reward_scale_learns_from_the_same_numbers_on_a_scaled_environment(score
         rewards=jax.random.uniform(k_r, rollout.rewards.shape, minval=-1.0, maxval=1.0),
         episode_returns=jnp.where(rollout.dones, jax.random.uniform(k_ret, rollout.rewards.shape), 0.0))
     louder = rollout.replace(rewards=rollout.rewards * s, episode_returns=rollout.episode_returns * s)
-    prior = jnp.array([-jnp.inf, 0.5, 0.9, -jnp.inf][:plain.num_envs])
 
     want_batch = ppo_batch(rollout, plain.ppo)
     got_batch = ppo_batch(louder, scaled.ppo)
     np.testing.assert_allclose(got_batch.advantages, want_batch.advantages, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got_batch.targets, want_batch.targets, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(scaled.advantages(louder), plain.advantages(rollout), rtol=1e-5, atol=1e-6)
 
-    want, want_best, want_valid = plain.score(rollout, plain.advantages(rollout), prior)
-    got, got_best, got_valid = scaled.score(louder, scaled.advantages(louder), prior * s)
-    np.testing.assert_array_equal(got_valid, want_valid)
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(got_best, want_best * s, rtol=1e-6, atol=1e-6)  # stored in env units
+    # Levels 1 and 2 are stored (slots 0 and 1) with max returns 0.5 and 0.9 (env units); 0 and 3 are not.
+    slots = jnp.array([-1, 0, 1, -1][:plain.num_envs], jnp.int32)
+    stored = lambda scale: state.buffer.replace(  # noqa: E731
+        max_returns=state.buffer.max_returns.at[:2].set(jnp.array([0.5, 0.9]) * scale))
+    want = score(plain, played._replace(rollout=rollout, batch=want_batch, slots=slots), stored(1.0), params)
+    got = score(scaled, played._replace(rollout=louder, batch=got_batch, slots=slots), stored(s), params)
+    np.testing.assert_array_equal(got.valid, want.valid)
+    np.testing.assert_allclose(got.scores, want.scores, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got.best, want.best * s, rtol=1e-6, atol=1e-6)  # stored in env units
 
 
 def test_parallel_accel_lays_out_new_replay_and_mutated_levels():
@@ -227,14 +232,14 @@ def test_parallel_accel_lays_out_new_replay_and_mutated_levels():
     buffer, _ = offer(state.buffer, stock, jnp.full(8, -1), jnp.linspace(0.1, 0.8, 8), jnp.zeros(8),
                       jnp.ones(8, bool), runner.buffer_cfg, identity=level_layout)
     new = jax.vmap(runner.generator)(jax.random.split(jax.random.key(6), 3 * n))
-    lay_out = jax.jit(runner.parallel_levels)
-    after, idx, groups, child_mutations = lay_out(jax.random.key(5), True, buffer, new)
+    lay_out = jax.jit(runner.level_groups)
+    after, idx, groups, edits = lay_out(jax.random.key(5), True, buffer, new)
     assert len(groups) == 3
     fresh, replayed, children = (jax.tree.map(np.asarray, g) for g in groups)
     np.testing.assert_array_equal(fresh.wall_map, np.asarray(new.wall_map)[:n])
     np.testing.assert_array_equal(replayed.wall_map, np.asarray(buffer.levels.wall_map)[np.asarray(idx)])
     assert np.all(np.asarray(buffer.filled)[np.asarray(idx)])
-    np.testing.assert_array_equal(np.asarray(child_mutations), 1)
+    np.testing.assert_array_equal(np.asarray(edits), [0] * (2 * n) + [1] * n)  # only the children are edited
     for i in range(n):  # batch selection: env i's child comes from env i's replayed level
         edits = int((children.wall_map[i] != replayed.wall_map[i]).sum()) + int(
             np.any(children.goal_pos[i] != replayed.goal_pos[i]))
@@ -244,10 +249,10 @@ def test_parallel_accel_lays_out_new_replay_and_mutated_levels():
     assert int(after.episode_count) == n
     assert int(after.last_sampled[int(idx[-1])]) == int(after.episode_count)
     # Not ready: every group plays new levels, no mutation counts, the clock advances by N.
-    before, idx, groups, child_mutations = lay_out(jax.random.key(5), False, buffer, new)
+    before, idx, groups, edits = lay_out(jax.random.key(5), False, buffer, new)
     for i, grp in enumerate(groups):
         np.testing.assert_array_equal(np.asarray(grp.wall_map), np.asarray(new.wall_map)[i * n:(i + 1) * n])
-    assert np.all(np.asarray(idx) == -1) and np.all(np.asarray(child_mutations) == 0)
+    assert np.all(np.asarray(idx) == -1) and np.all(np.asarray(edits) == 0)
     assert int(before.episode_count) == n
 
 
@@ -260,7 +265,7 @@ def test_mutation_criteria_pick_the_reference_parents(criterion):
     runner.mutator = lambda key, level: level
     levels = jax.vmap(runner.generator)(jax.random.split(jax.random.key(8), 8))
     scores = jnp.array([0.5, 0.9, 0.1, 0.7, 0.3, 0.8, 0.2, 0.6])
-    children, mutations = runner.mutate(jax.random.key(9), levels, scores, jnp.arange(8, dtype=jnp.int32))
+    children, mutations = mutate(runner, jax.random.key(9), levels, scores, jnp.arange(8, dtype=jnp.int32))
     parents = np.asarray(mutations) - 1   # each child's count is its parent's plus one
     expected = {"batch": np.arange(8), "easy": np.array([2, 6] * 4), "hard": np.array([1, 5] * 4)}[criterion]
     np.testing.assert_array_equal(parents, expected)
@@ -428,11 +433,11 @@ def test_a_finite_training_set_plays_unseen_seeds_first_and_loses_none():
 
     named = jax.vmap(lambda s: level_from_seed(runner.generator, s))(jnp.arange(10))
     named = {tuple(h) for h in np.asarray(jax.vmap(level_hash)(named))}
-    seeds, levels = runner.new_levels(jax.random.key(7), state.training_set, runner.num_envs)
+    seeds, levels = new_levels(runner, jax.random.key(7), state.training_set, runner.num_envs)
     assert len(set(np.asarray(seeds).tolist())) == runner.num_envs                # distinct while unseen remain
     assert {tuple(h) for h in np.asarray(jax.vmap(level_hash)(levels))} <= named
     # A seed counts as seen only once its level is stored.
-    marked = runner.mark_stored(state.training_set, seeds, jnp.array([3, -1, 5, -1]))
+    marked = mark_stored(runner, state.training_set, seeds, jnp.array([3, -1, 5, -1]))
     assert np.flatnonzero(np.asarray(marked.seen)).tolist() == sorted(np.asarray(seeds)[[0, 2]].tolist())
 
 

@@ -11,7 +11,7 @@ import pytest
 from minimax.config import ConfigError, TrainConfig
 from minimax.curricula import scores as sc
 from minimax.envs.maze.paths import optimal_return
-from minimax.runners.rollout import ppo_batch
+from minimax.runners.plr_parts import group_metrics, play, score
 from minimax.training.builder import build_runner
 
 
@@ -61,12 +61,9 @@ def test_plr_scores_levels_by_their_true_regret(method):
     def played(state):
         key = jax.random.key(1)
         levels = jax.vmap(runner.generator)(jax.random.split(key, runner.num_envs))
-        rollout = runner.rollout(jax.random.key(2), state.train_state.params, levels)
-        batch = ppo_batch(rollout, runner.ppo)
-        optimal = runner.optimal_returns(levels)
-        scores, _, valid = runner.score(rollout, batch.advantages, jnp.zeros(runner.num_envs), optimal)
-        return levels, rollout, scores, valid, runner.group_metrics("new", levels, rollout, scores, valid,
-                                                                    optimal=optimal)
+        played = play(runner, jax.random.key(2), state.train_state.params, state.buffer, levels)
+        scored = score(runner, played, state.buffer, state.train_state.params)
+        return levels, played.rollout, scored.scores, scored.valid, group_metrics(runner, "new", played, scored)
 
     levels, rollout, scores, valid, metrics = jax.device_get(played(state))
     optimum = np.asarray(jax.vmap(optimal_return, in_axes=(0, None))(levels, runner.env_params.max_steps))

@@ -1,43 +1,77 @@
 """ACCEL (Parker-Holder et al., 2022): robust PLR whose replayed levels are edited into new ones.
 
-A step is robust PLR's cycle (`plr.py`); a replay cycle, after its gradient update, also
-mutates the replayed levels (`mutation_criterion`: every replayed level, or the q easiest /
-hardest tiled over the envs) and plays the children with the updated policy, without a
-gradient; they are scored and offered to the buffer. All of it is one cycle, as in the
-minimax release. Levels grow in difficulty from the generator's (empty rooms, in the
-report's configuration) by accumulated edits.
+A step is robust PLR's cycle (`robust_plr.py`) with one more part: a replay cycle, after its gradient
+update, mutates the replayed levels (`mutation_criterion`: every replayed level, or the q easiest /
+hardest tiled over the envs) and plays the children with the updated policy, without a gradient;
+they are scored and offered to the buffer. All of it is one cycle, as in the minimax release.
+Levels grow in difficulty from the generator's (empty rooms, in the report's configuration) by
+accumulated edits. The pieces are `plr_parts.py`'s.
 """
 
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 
 from minimax.runners.branches import cond_or_zeros
-from minimax.runners.robust_plr import RobustPLRRunner
+from minimax.runners.plr_family import PLRFamilyRunner, PLRState
 from minimax.runners.plr_method import plr_method
+from minimax.runners.plr_parts import (coin_replay, finish, group_metrics, mark_stored, mutate, new_levels, play,
+                                       played_groups, replay_or_count, score_and_offer, train)
 from minimax.runners.registry import register_method
 
 
-class ACCELRunner(RobustPLRRunner):
+class ACCELRunner(PLRFamilyRunner):
     method = "accel"
+    trains_only_on_replays = True
     mutates = True
 
-    def mutation_cycle(self, key, replay, params, buffer, idx, levels, scores):
-        """After a replay: play and offer the children of the replayed `levels` (slots `idx`,
-        scored `scores`); after a cycle of new levels: nothing. `(buffer, metrics)`."""
-        k_mut, k_roll = jax.random.split(key)
+    def decide_replay(self, key, buffer, training_set):
+        """The replay coin (`plr_parts.coin_replay`); a variant's replay rule overrides this."""
+        return coin_replay(self, key, buffer, training_set)
+
+    def replay_decision(self, state: PLRState):
+        """Whether the next cycle from `state` replays (and so trains): a pure function of the state."""
+        return self.decide_replay(jax.random.split(state.key, 7)[1], state.buffer, state.training_set)
+
+    @property
+    def will_train(self):
+        """`state -> bool` for the update budget (`budget.py`), which then plays `cycle(state, True)`;
+        None for a subclass that writes its own `step`, which the budget's `cycle` would bypass."""
+        return self.replay_decision if type(self).step is ACCELRunner.step else None
+
+    def step(self, state: PLRState):
+        return self.cycle(state, self.replay_decision(state))
+
+    def cycle(self, state: PLRState, replay):
+        """One cycle with the replay decision given (a traced bool, or a Python bool that builds one side):
+        replay, train, then mutate the replayed levels and play their children; or play new levels
+        without a gradient. Score and offer everything played."""
+        n, params = self.n, state.train_state.params
+        key, _, k_new, k_sample, k_roll, k_upd, k_mutation = jax.random.split(state.key, 7)
+        seeds, new = new_levels(self, k_new, state.training_set, n)
+        buffer, idx, levels = replay_or_count(self, k_sample, replay, state.buffer, n, new)
+        played = play(self, k_roll, params, buffer, levels, replayed=idx)
+        train_state, metrics = train(self, k_upd, state.train_state, played.batch, replay)
+        buffer, where, scored = score_and_offer(self, buffer, played, params, replay | ~played.repeat)
+        training_set = mark_stored(self, state.training_set, seeds, jnp.where(replay, -1, where))
+        metrics.update(played_groups(self, replay, played, scored))
 
         def mutate_and_play(buffer):
-            children, mutations = self.mutate(k_mut, levels, scores, buffer.mutations[idx])
-            slots, repeat, first = self._locate(buffer, children)
-            rollout = self.rollout(k_roll, params, children)
-            optimal = self.optimal_returns(children)
-            s, best, valid = self.score(rollout, self.advantages(rollout), self.prior_max(buffer, slots), optimal,
-                                        params)
-            buffer, _ = self._offer(buffer, children, slots, s, best, valid & ~repeat, mutations, first)
-            return buffer, self.group_metrics("mutated", children, rollout, s, valid, optimal=optimal)
+            """The children of the replayed levels (parents scored by this cycle, else by their stored score),
+            played with the updated policy, scored and offered; no gradient."""
+            k_mut, k_roll = jax.random.split(k_mutation)
+            parent_scores = jnp.where(scored.valid, scored.scores, buffer.scores[idx])
+            children, mutations = mutate(self, k_mut, levels, parent_scores, buffer.mutations[idx])
+            kids = play(self, k_roll, train_state.params, buffer, children)
+            buffer, _, kid_scores = score_and_offer(self, buffer, kids, train_state.params, ~kids.repeat, mutations)
+            return buffer, group_metrics(self, "mutated", kids, kid_scores)
 
-        return cond_or_zeros(replay, mutate_and_play, buffer)
+        buffer, mutated = cond_or_zeros(replay, mutate_and_play, buffer)
+        metrics.update(mutated)
+        env_steps = self.num_envs * self.num_steps * (1 + jnp.asarray(replay, jnp.int32))
+        return finish(self, state, train_state, buffer, training_set, key, metrics, played.rollout, replay, replay,
+                      env_steps)
 
 
 register_method(plr_method(ACCELRunner, "ACCEL: robust PLR whose replayed levels are mutated into new ones"))

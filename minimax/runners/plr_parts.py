@@ -1,0 +1,275 @@
+"""The pieces a PLR-family step is written in: functions over the runner (`plr_family.py:
+PLRFamilyRunner`) as an explicit context, in the order a cycle uses them.
+
+- **new levels**: `new_levels` (fresh from the generator, or unseen seeds of a finite training set)
+  and `mark_stored` (a seed counts as seen once its level is stored);
+- **the replay decision**: `buffer_ready`, `coin_replay` (Bernoulli(`replay_prob`) once ready) and
+  `replay_or_count` (draw from the buffer, or count a cycle of new levels on the staleness clock);
+- **play**: `play` locates the levels in the buffer, rolls them out (each env on one level for the
+  whole rollout: an env whose episode ends restarts the same level) and makes the PPO batch;
+- **train**: `train`, one PPO update where the cycle trains;
+- **score and offer**: `score_and_offer` scores each played level (MaxMC against its stored max return)
+  and offers the batch to the buffer in order;
+- **mutate**: `mutate`, ACCEL's children of the replayed levels;
+- **finish**: `group_metrics` / `played_groups` describe what was played, `finish` makes the next state.
+
+Before a rollout the levels are looked up in the buffer: one already stored is played as that slot
+(scored against its stored max return, then updated), a repeat within the batch is played but not
+offered. The staleness clock counts as the release's: one per replay draw, N per cycle of new levels
+(and N per parallel cycle before the buffer is ready); mutated levels and the new levels of a
+parallel cycle that replays do not advance it.
+
+Buffer operations on several devices: per-device buffers see this device's levels; a global
+buffer sees every device's (gathered) and so stays identical on all devices.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from minimax.agents.ppo import level_update_sq_norms, ppo_update
+from minimax.core.metrics import level_metric_sums, mean_sums, reduce_over_devices
+from minimax.curricula.level_buffer import (LevelBuffer, advance_clock, buffer_stats, fill_ratio, locate, offer,
+                                            sample_replay)
+from minimax.curricula.scores import SCORES, ScoreInputs, rollout_max_return, score_levels
+from minimax.curricula.training_set import (TrainingSet, draw_new_seeds, level_from_seed, mark_seen,
+                                            replay_probability)
+from minimax.runners.branches import branch, cond_or_zeros
+from minimax.runners.plr_family import PLRFamilyRunner as Run
+from minimax.runners.plr_family import PLRState
+from minimax.runners.rollout import Rollout, episode_metrics, play_levels, ppo_batch, regret_metrics, rollout_envs
+
+
+class Played(NamedTuple):
+    """One batch of levels as played: where the buffer holds them, the rollout and its PPO batch."""
+
+    levels: object
+    slots: jax.Array  # int32[n]: the buffer slot each level is played as (-1: not stored)
+    repeat: jax.Array  # bool[n]: a level that repeats an earlier one of the batch (played, not offered)
+    first: jax.Array  # int32[n]: the first of its repeats in the (gathered) batch, for `offer`
+    rollout: Rollout
+    batch: object  # PPOBatch
+    optimal: jax.Array | None  # float32[n]: each level's optimal return, where the environment knows it
+
+
+class Scored(NamedTuple):
+    scores: jax.Array  # float32[n]
+    best: jax.Array  # float32[n]: this rollout's best return (0 where no episode ended), unscaled
+    valid: jax.Array  # bool[n]: the level finished an episode, so its score means something
+
+
+# ---------------------------------------------------------------- new levels and the replay decision
+
+def new_levels(run: Run, key, training_set: TrainingSet, n: int):
+    """This device's `n` of the global batch's new levels: `(seeds, levels)`, fresh from the
+    generator (`seeds` None), or unseen seeds of the (replicated) training set (`seeds`: the
+    whole batch's, int32[n * D]; they count as seen once stored, see `mark_stored`)."""
+    if run.cur.train_levels:
+        seeds = draw_new_seeds(key, training_set, n * run.shard.size, mark=False)[1]
+        return seeds, jax.vmap(lambda s: level_from_seed(run.generator, s))(run.shard.local(seeds, n))
+    return None, jax.vmap(run.generator)(run.shard.env_keys(key, n))
+
+
+def mark_stored(run: Run, training_set: TrainingSet, seeds, where) -> TrainingSet:
+    """Seeds whose level the buffer now holds are seen; one whose rollout finished no episode
+    (so never stored) stays unseen and is drawn again, never lost."""
+    if seeds is None:
+        return training_set
+    return mark_seen(training_set, seeds, run.shard.gather(where >= 0))  # `where` is this device's part
+
+
+def buffer_ready(run: Run, buffer: LevelBuffer):
+    """Every device's buffer is `min_fill_ratio` full and holds a level."""
+    return run.shard.all((fill_ratio(buffer) >= run.cur.min_fill_ratio) & buffer.filled.any())
+
+
+def coin_replay(run: Run, key, buffer: LevelBuffer, training_set: TrainingSet):
+    """Bernoulli(replay_prob) once the buffer is ready (never while one is empty); the key
+    is shared, so every device decides the same."""
+    p = run.cur.replay_prob
+    if run.cur.train_levels:
+        p = replay_probability(training_set, run.cur.replay_schedule, p)
+    return buffer_ready(run, buffer) & jax.random.bernoulli(key, p)
+
+
+def replay_or_count(run: Run, key, replay, buffer: LevelBuffer, n: int, fallback):
+    """`(buffer, idx, levels)`: `n` levels drawn from the buffer if `replay` (the clock advances
+    per draw), else `fallback` with slots -1 and the clock advanced by `n` (a cycle of new levels).
+    `replay` may be a Python bool (`branches.branch`: only that side is built)."""
+    def sample(buffer):
+        if run.global_buffer:
+            buffer, idx, levels = sample_replay(key, buffer, n * run.shard.size, run.buffer_cfg,
+                                                run.cur.replay_with_replacement)
+            return buffer, run.shard.local(idx, n), run.shard.local(levels, n)
+        return sample_replay(run.shard.device_key(key), buffer, n, run.buffer_cfg, run.cur.replay_with_replacement)
+
+    def count(buffer):
+        steps = n * run.shard.size if run.global_buffer else n  # a global buffer counts every device's
+        return advance_clock(buffer, steps), jnp.full((n,), -1, jnp.int32), fallback
+
+    return branch(replay, sample, count, buffer)
+
+
+# ---------------------------------------------------------------- play, train, score and offer
+
+def _gathered(run: Run, x):
+    return run.shard.gather(x) if run.global_buffer else x
+
+
+def _local(run: Run, x, n):
+    return run.shard.local(x, n) if run.global_buffer else x
+
+
+def play(run: Run, key, params, buffer: LevelBuffer, levels, replayed=None) -> Played:
+    """T steps of one env per level, each env replaying its level. `replayed` (int32[n], -1 where not)
+    gives the slots of levels drawn from the buffer; the others are found by the buffer's
+    de-duplication (`locate`; a global buffer looks at every device's batch)."""
+    n = jax.tree.leaves(levels)[0].shape[0]
+    found = locate(buffer, _gathered(run, levels), run.buffer_cfg, run.level_identity)
+    slots = _local(run, found.slots, n)
+    if replayed is not None:
+        slots = jnp.where(replayed >= 0, replayed, slots)
+    rollout = play_levels(key, run.env, run.env_params, run.model.apply, params, run.model.initial_carry(n),
+                          levels, run.num_steps, run.shard, run.ppo.unroll)
+    optimal = None if run.level_facts is None else run.level_facts(levels, run.env_params)[0]
+    return Played(levels, slots, _local(run, found.repeat, n), found.first, rollout, ppo_batch(rollout, run.ppo),
+                  optimal)
+
+
+def train(run: Run, key, train_state, batch, trainable):
+    """One PPO update where `trainable`, else none (parameters kept). Its statistics are
+    `<name>_sum` / `<name>_count` pairs weighted by `trainable`, so a logged chunk averages
+    them over its gradient updates only (NaN for a chunk without one). A Python bool builds one side."""
+    update = lambda: ppo_update(key, train_state, batch, run.ppo, run.shard)  # noqa: E731
+    if run.shard.sharded and not isinstance(trainable, bool):
+        # The update's collectives run on every device; its result is kept or not.
+        new_state, metrics = update()
+        new_state = jax.tree.map(lambda new, old: jnp.where(trainable, new, old), new_state, train_state)
+    else:
+        new_state, metrics = cond_or_zeros(trainable, lambda _: update(), train_state)
+    w = jnp.asarray(trainable, jnp.float32)
+    out = {}
+    for name, value in metrics.items():
+        out.update(mean_sums(name, w * value, w))
+    return new_state, out
+
+
+def score(run: Run, played: Played, buffer: LevelBuffer, params) -> Scored:
+    """Each played level's score, with MaxMC's max return = max(stored max return, this rollout's best).
+    The scores see rewards and returns times `--reward-scale`, the units of the value head; `best` is
+    unscaled. `params` (those that played the rollout) is what a score of each level's PPO gradient
+    (`pace`) needs."""
+    rollout = played.rollout
+    prior_max = jnp.where(played.slots >= 0, buffer.max_returns[jnp.maximum(played.slots, 0)], -jnp.inf)
+    best = rollout_max_return(rollout.episode_returns, rollout.dones, jnp.full_like(prior_max, -jnp.inf))
+    scale = run.ppo.reward_scale
+    norms = None
+    if SCORES[run.cur.score_function].needs_update_norms:
+        norms = level_update_sq_norms(params, run.model.apply, played.batch, run.ppo, run.shard)
+    inputs = ScoreInputs(rewards=rollout.rewards * scale, values=rollout.values, dones=rollout.dones,
+                         solved=rollout.solved, advantages=played.batch.advantages, policy=rollout.policy,
+                         last_value=rollout.last_value, max_returns=jnp.maximum(prior_max, best) * scale,
+                         episode_returns=rollout.episode_returns * scale,
+                         optimal_returns=None if played.optimal is None else played.optimal * scale,
+                         gamma=run.ppo.gamma, gae_lambda=run.ppo.gae_lambda, update_sq_norms=norms)
+    scores, valid = score_levels(run.cur.score_function, inputs)
+    return Scored(scores, jnp.where(jnp.isfinite(best), best, 0.0), valid)
+
+
+def score_and_offer(run: Run, buffer: LevelBuffer, played: Played, params, offered, mutations=None):
+    """Score the played levels and offer them, in order, to the buffer: `(buffer, where, scored)`, `where`
+    (this device's part) the slot each level now holds (-1: not stored). A level is offered where it is
+    `offered` and finished an episode; `mutations` (default 0) is each level's edit count."""
+    scored = score(run, played, buffer, params)
+    n = scored.scores.shape[0]
+    mutations = jnp.zeros((n,), jnp.int32) if mutations is None else mutations
+    args = _gathered(run, (played.levels, played.slots, scored.scores, scored.best, scored.valid & offered,
+                           mutations))
+    buffer, where = offer(buffer, *args[:5], run.buffer_cfg, args[5], run.level_identity, played.first)
+    return buffer, _local(run, where, n), scored
+
+
+# ---------------------------------------------------------------- mutate
+
+def mutate(run: Run, key, levels, scores, parent_mutations):
+    """Children of the replayed `levels`, one per env (`mutation_criterion`): batch mutates
+    every replayed level; easy / hard the q lowest / highest by score, tiled over the envs
+    (per device, q / D of its own). `(children, their edit counts)`."""
+    n = run.n
+    if run.cur.mutation_criterion != "batch":
+        q = run.cur.mutation_subsample // run.shard.size
+        _, chosen = jax.lax.top_k(scores if run.cur.mutation_criterion == "hard" else -scores, q)
+        pick = chosen[jnp.arange(n) % q]
+        levels = jax.tree.map(lambda x: x[pick], levels)
+        parent_mutations = parent_mutations[pick]
+    children = jax.vmap(run.mutator)(run.shard.env_keys(key, n), levels)
+    return children, parent_mutations + 1
+
+
+# ---------------------------------------------------------------- finish
+
+def envs_part(played: Played, scored: Scored, start: int, stop: int) -> tuple[Played, Scored]:
+    """Envs `start:stop` of a played batch (one group of a parallel cycle), for `group_metrics`."""
+    cut = lambda x: None if x is None else jax.tree.map(lambda a: a[start:stop], x)  # noqa: E731
+    part = Played(cut(played.levels), cut(played.slots), cut(played.repeat), played.first,
+                  rollout_envs(played.rollout, start, stop), None, cut(played.optimal))
+    return part, Scored(*(cut(x) for x in scored))
+
+
+def group_metrics(run: Run, group: str, played: Played, scored: Scored, active=True) -> dict:
+    """Sums (with their counts) describing one group of levels and how they were played; zero where
+    not `active`. With the levels' optimal returns, the true regret of the group's completed episodes."""
+    w = jnp.asarray(active, jnp.float32)
+    ep = episode_metrics(played.rollout)
+    out = {
+        f"{group}/count": w * scored.scores.shape[0],
+        **mean_sums(f"{group}/return", ep["episode_return_sum"], ep["episodes"], w),
+        **mean_sums(f"{group}/solved_rate", ep["episode_solved_sum"], ep["episodes"], w),
+        **mean_sums(f"{group}/score", jnp.where(scored.valid, scored.scores, 0.0).sum(), scored.valid.sum(), w),
+    }
+    if run.level_metrics is not None:
+        out.update(level_metric_sums(group, jax.vmap(run.level_metrics)(played.levels), w))
+    if played.optimal is not None:
+        out.update(regret_metrics(group, played.optimal, played.rollout, w))
+    return {k: jnp.asarray(v, jnp.float32) for k, v in out.items()}
+
+
+def played_groups(run: Run, replay, played: Played, scored: Scored) -> dict:
+    """The cycle's levels described as the `replay` group or the `new` one, the other group's sums
+    zero. Where the side is known when traced, only its group is computed (a level's metrics can cost
+    a search per level: AMaze's shortest path)."""
+    if isinstance(replay, bool):
+        name, other = ("replay", "new") if replay else ("new", "replay")
+        out = group_metrics(run, name, played, scored)
+        return {**out, **{other + k[len(name):]: jnp.zeros_like(v) for k, v in out.items()}}
+    return {**group_metrics(run, "new", played, scored, ~replay),
+            **group_metrics(run, "replay", played, scored, replay)}
+
+
+def finish(run: Run, state: PLRState, train_state, buffer, training_set, key, metrics, rollout: Rollout,
+           replayed, updated, env_steps):
+    """The step's new state and metrics: the episodes of `rollout` (the cycle's student rollout) as the
+    training statistics, the buffer's, and the counters."""
+    metrics = reduce_over_devices({**metrics, **episode_metrics(rollout)}, run.shard)
+    metrics.update(_buffer_stats(run, buffer))
+    updated = jnp.asarray(updated, jnp.int32)
+    metrics["cycles"] = jnp.ones((), jnp.int32)
+    metrics["env_steps"] = jnp.asarray(env_steps, jnp.int32)
+    metrics["replay_fraction_sum"] = jnp.asarray(replayed, jnp.float32)
+    metrics["replay_fraction_count"] = jnp.ones((), jnp.float32)
+    metrics["gradient_updates"] = updated
+    state = PLRState(train_state=train_state, buffer=buffer, training_set=training_set, key=key,
+                     updates=state.updates + updated)
+    return state, metrics
+
+
+def _buffer_stats(run: Run, buffer):
+    stats = buffer_stats(buffer, run.buffer_cfg)
+    if run.global_buffer or not run.shard.sharded:
+        return stats
+    # Per-device buffers: sizes add up, the maximum is the largest, the rest are averaged.
+    return {k: run.shard.sum(v) if k == "buffer/size" else run.shard.max(v) if k == "buffer/max_score"
+            else run.shard.mean(v) for k, v in stats.items()}
