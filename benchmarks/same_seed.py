@@ -15,6 +15,7 @@ the largest relative difference of any logged value per case; 0 means bit-identi
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 
@@ -33,7 +34,7 @@ CASES = {
     "accel_hard": dict(method="accel", mutation_criterion="hard", mutation_subsample=2),
     "parallel_accel_easy": dict(method="parallel_accel", mutation_criterion="easy", mutation_subsample=2),
     "plr_pace": dict(method="plr", score_function="pace"),
-    "accel_no_replacement": dict(method="accel", replay_with_replacement=False),
+    "accel_no_replacement": dict(method="accel", replay_with_replacement=False, min_fill_ratio=0.5),
 }
 TWO_DEVICES = {
     **{f"{m}_2dev": dict(method=m, devices=2) for m in METHODS},
@@ -54,14 +55,21 @@ def run_case(name: str, options: dict, out_dir: str) -> list[dict]:
 
 
 def record(path: str) -> None:
+    """Every case's rows into `path`, written after each case; cases already in `path` are kept (a rerun
+    finishes an interrupted recording)."""
     cases = dict(CASES, **(TWO_DEVICES if jax.device_count() >= 2 else {}))
     out = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            out = json.load(f)
     with tempfile.TemporaryDirectory() as tmp:
         for name, options in cases.items():
+            if name in out:
+                continue
             out[name] = run_case(name, options, tmp)
             print(name, len(out[name]), "rows", flush=True)
-    with open(path, "w") as f:
-        json.dump(out, f)
+            with open(path, "w") as f:
+                json.dump(out, f)
 
 
 def largest_difference(a: list[dict], b: list[dict]) -> float:

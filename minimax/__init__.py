@@ -16,19 +16,14 @@ What a script or notebook needs, importable from here:
 - evaluation: `evaluate_runs` (what `evaluate.py` does), `load_policies`.
 
 Names are loaded on first use, so `import minimax` stays cheap (plots and tools that never train
-do not start JAX). Module paths of before the packages (`minimax.train`, `minimax.build`, ...)
-still import, with a warning naming the new one (`minimax/_moved.py`).
+do not start JAX).
 """
 
 from __future__ import annotations
 
 import importlib
 
-from minimax import _moved
-
 from minimax.core.versions import VERSION as __version__
-
-_moved.install()
 
 _EXPORTS = {
     "TrainConfig": "minimax.config", "PRESETS": "minimax.config", "ConfigError": "minimax.config",

@@ -69,7 +69,7 @@ def test_registered_method_is_a_method_everywhere(user_module):
 
 
 def test_unknown_method_and_score_name_the_registered_ones():
-    with pytest.raises(ConfigError, match="--method must be one of dr, plr, .*got 'nope'"):
+    with pytest.raises(ConfigError, match="--method must be one of dr, robust_plr, plr, .*got 'nope'"):
         TrainConfig.from_options(method="nope")
     with pytest.raises(ConfigError, match="--score-function must be one of pvl, maxmc, .*got 'nope'"):
         TrainConfig.from_options(method="plr", score_function="nope")

@@ -275,3 +275,25 @@ def test_presets_are_sfls_jaxnav_configuration():
     want_sfl = dict(method="sfl", sfl_batches=5, sfl_batch_levels=1000, sfl_rollout_steps=1000, sfl_set_size=100,
                     sfl_refresh_every=50, sfl_set_fraction=0.5)
     assert {k: sfl[k] for k in want_sfl} == want_sfl and sfl["clip_eps"] == 0.04
+
+
+def test_importing_jaxmarl_prints_nothing_and_loses_nothing(capsys):
+    """jaxmarl's import chatter is dropped without touching `print`; other output written meanwhile is passed on,
+    and the streams are ours again afterwards (its MABrax module resets them to `sys.__stdout__`)."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    out = subprocess.run([sys.executable, "-c", "import minimax.envs.jaxnav.env"], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout == "", out.stdout + out.stderr
+    from minimax.envs.jaxnav.env import JAXMARL_CHATTER, _quiet  # noqa: PLC0415
+
+    before = sys.stdout, sys.stderr
+    with _quiet():
+        print(JAXMARL_CHATTER[0])
+        print("a line of ours")
+        sys.stdout = sys.__stdout__  # what MABrax's import does
+        print("another", file=sys.stderr)
+    assert (sys.stdout, sys.stderr) == before
+    captured = capsys.readouterr()
+    assert captured.out == "a line of ours\n" and captured.err == "another\n"

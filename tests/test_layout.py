@@ -2,16 +2,11 @@
 API resolves, and the module paths of before the packages still import."""
 
 import ast
-import importlib
-import subprocess
-import sys
-import warnings
 from pathlib import Path
 
 import pytest
 
 import minimax
-from minimax._moved import MOVED
 
 PACKAGE = Path(minimax.__file__).resolve().parent
 LAYERS = {"core": 0, "envs": 1, "models": 1, "agents": 1, "curricula": 2, "runners": 3, "config": 4, "training": 5,
@@ -32,7 +27,7 @@ def imports(path: Path):
 def test_every_module_lives_in_a_layer():
     assert {p.relative_to(PACKAGE).parts[0] for p in MODULES} == set(LAYERS)
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
-    assert top == ["__init__.py", "_moved.py"], top
+    assert top == ["__init__.py"], top
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
@@ -70,20 +65,3 @@ def test_public_api_resolves():
         minimax.nope  # noqa: B018
 
 
-@pytest.mark.parametrize("old", sorted(MOVED))
-def test_old_module_paths_are_the_new_modules(old):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        module = importlib.import_module(old)
-    assert module is importlib.import_module(MOVED[old])
-    if old in sys.modules and any(issubclass(w.category, DeprecationWarning) for w in caught):
-        assert any(MOVED[old] in str(w.message) for w in caught)
-    from minimax.config import TrainConfig  # the old module `minimax.config` is a package exporting the same
-    assert TrainConfig is importlib.import_module("minimax.config.tree").TrainConfig
-
-
-def test_old_command_module_runs_the_new_one():
-    out = subprocess.run([sys.executable, "-m", "minimax.sweep", "--help"], capture_output=True, text=True,
-                         timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "moved to minimax.cli.sweep" in out.stderr and "usage" in out.stdout.lower()

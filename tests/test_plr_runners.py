@@ -10,7 +10,7 @@ import pytest
 from minimax.training.checkpoint import Checkpointer
 from minimax.config import ConfigError, TrainConfig
 from minimax.config import PRESETS
-from minimax.curricula.buffer_view import top_levels
+from minimax.training.buffer_view import top_levels
 from minimax.curricula.level_buffer import level_hash, offer, replay_weights
 from minimax.envs.maze import level_layout
 from minimax.envs.maze.level import validate_level

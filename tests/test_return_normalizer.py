@@ -1,4 +1,4 @@
-"""Return-based reward scaling (`curricula/return_normalizer.py`) against a transcription of OpenAI
+"""Return-based reward scaling (`host/return_normalizer.py`) against a transcription of OpenAI
 baselines' `VecNormalize(ob=False, ret=True)` + `RunningMeanStd`, and exact resume from a state dict."""
 
 import numpy as np

@@ -89,10 +89,6 @@ class PPOConfig:
         if c.obj.optimizer not in ("adam", "ti_ada"):
             c.add(f"--optimizer must be adam or ti_ada, got {c.obj.optimizer!r}")
 
-    @property
-    def gradient_steps_per_update(self) -> int:
-        return self.n_epochs * self.n_minibatches
-
 
 def learning_rate_schedule(cfg: PPOConfig):
     """Constant, or linear from `lr` to 0 over `total_gradient_steps` (counted in gradient steps)."""

@@ -1,6 +1,6 @@
 """The training configuration's checks across its groups, and the method names they are about.
 
-A group (`config_groups.py`, `PPOConfig`, `BufferConfig`, ...) checks its own values; what only the
+A group (`config/groups.py`, `PPOConfig`, `BufferConfig`, ...) checks its own values; what only the
 whole `TrainConfig` can see (the method against the environment, the buffer against the batch, seeds
 against devices) is checked here, each problem one message naming its flags. `TrainConfig` raises
 them all at once (`options.raise_problems`); this module does not import it (the config is built on

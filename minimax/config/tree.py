@@ -6,7 +6,7 @@ one group per component: `env`, `model`, `ppo` (`agents.ppo.PPOConfig`), `eval`,
 `teacher` (`runners.paired.TeacherConfig`, the learned teacher of PAIRED and relatives), `sfl`
 (`runners.sfl.SFLConfig`, Sampling For Learnability's level sampling), `ncc` (`runners.ncc.NCCConfig`).
 A group is the single home of its options (field, default, docstring = `--help`, its own
-checks); `TrainConfig` adds the checks across groups (`config_checks.py`). Flags stay flat
+checks); `TrainConfig` adds the checks across groups (`config/checks.py`). Flags stay flat
 (`--lr`, `--buffer-size`), `config.json` is the tree, and flat `config.json` files of older runs
 still load.
 

@@ -45,7 +45,7 @@ BUFFER_KEYS = ("buffer/weighted_score", "buffer/mean_score", "buffer/fill_ratio"
                "buffer/mean_staleness", "replay_fraction")
 HOST_KEYS = ("test_return", "train_levels_return", "generalization_gap", "test_normalized", "train_return",
              "sampler/mean_score", "sampler/seen_fraction")
-"""A host-environment run's panels (`host_train.py`): unseen test levels, training levels, their gap."""
+"""A host-environment run's panels (`host/loop.py`): unseen test levels, training levels, their gap."""
 _MAZE_STATS = ("solved_rate", "return")
 _UNIT_RANGE = ("solved_rate", "fill_ratio", "replay_fraction")
 

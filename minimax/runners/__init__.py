@@ -2,7 +2,8 @@
 each registered as a `--method` by its own module (`registry.py`).
 
 One module per method: `dr`, `plr`, `robust_plr`, `accel`, `parallel_plr`, `parallel_accel`;
-the PLR family's shared pieces are in `plr_family` (and `plr_method`: a PLR runner as a method);
+the PLR family's runner base and options are in `plr_family`, the functions its steps are written in in
+`plr_parts`, and `plr_method` makes a PLR runner a method;
 `paired` runs every learned-teacher method (PAIRED, population PAIRED, the minimax adversary: one
 runner, three teacher rewards); `sfl` samples levels and trains on the most learnable (Sampling
 For Learnability); `ncc` learns a replay distribution over a level buffer (NCC). Importing this package registers them all.

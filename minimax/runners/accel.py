@@ -14,34 +14,17 @@ import jax
 import jax.numpy as jnp
 
 from minimax.runners.branches import cond_or_zeros
-from minimax.runners.plr_family import PLRFamilyRunner, PLRState
+from minimax.runners.plr_family import PLRState
 from minimax.runners.plr_method import plr_method
-from minimax.runners.plr_parts import (coin_replay, finish, group_metrics, mark_stored, mutate, new_levels, play,
+from minimax.runners.plr_parts import (CoinReplayRunner, finish, group_metrics, mark_stored, mutate, new_levels, play,
                                        played_groups, replay_or_count, score_and_offer, train)
 from minimax.runners.registry import register_method
 
 
-class ACCELRunner(PLRFamilyRunner):
+class ACCELRunner(CoinReplayRunner):
     method = "accel"
     trains_only_on_replays = True
     mutates = True
-
-    def decide_replay(self, key, buffer, training_set):
-        """The replay coin (`plr_parts.coin_replay`); a variant's replay rule overrides this."""
-        return coin_replay(self, key, buffer, training_set)
-
-    def replay_decision(self, state: PLRState):
-        """Whether the next cycle from `state` replays (and so trains): a pure function of the state."""
-        return self.decide_replay(jax.random.split(state.key, 7)[1], state.buffer, state.training_set)
-
-    @property
-    def will_train(self):
-        """`state -> bool` for the update budget (`budget.py`), which then plays `cycle(state, True)`;
-        None for a subclass that writes its own `step`, which the budget's `cycle` would bypass."""
-        return self.replay_decision if type(self).step is ACCELRunner.step else None
-
-    def step(self, state: PLRState):
-        return self.cycle(state, self.replay_decision(state))
 
     def cycle(self, state: PLRState, replay):
         """One cycle with the replay decision given (a traced bool, or a Python bool that builds one side):

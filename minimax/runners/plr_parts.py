@@ -273,3 +273,39 @@ def _buffer_stats(run: Run, buffer):
     # Per-device buffers: sizes add up, the maximum is the largest, the rest are averaged.
     return {k: run.shard.sum(v) if k == "buffer/size" else run.shard.max(v) if k == "buffer/max_score"
             else run.shard.mean(v) for k, v in stats.items()}
+
+
+# ---------------------------------------------------------------- the replay coin's runner
+
+class CoinReplayRunner(Run):
+    """A PLR-family runner whose every cycle replays or plays new levels as a coin drawn from the state
+    falls (plain and robust PLR, ACCEL): `step(state)` is `cycle(state, replay_decision(state))`, and a
+    method writes `cycle(state, replay)`.
+
+    Because the coin is a function of the state, the update budget (`budget.py`) can ask it first
+    (`will_train`) and play `cycle(state, False)` until a seed replays, then `cycle(state, True)`, with
+    `replay` a Python bool: a cycle of new levels is then built without the PPO update (and ACCEL's mutation
+    rollout), so vmapped seeds never compute an update they skip (DESIGN, issue 55). A cycle draws the
+    same keys either way, so it is the same cycle."""
+
+    def decide_replay(self, key, buffer: LevelBuffer, training_set: TrainingSet):
+        """The replay coin (`coin_replay`); a variant's replay rule overrides this (`examples/custom_curriculum.py`)."""
+        return coin_replay(self, key, buffer, training_set)
+
+    def replay_decision(self, state: PLRState):
+        """Whether the next cycle from `state` replays: its coin uses the second of the cycle's 7 keys."""
+        return self.decide_replay(jax.random.split(state.key, 7)[1], state.buffer, state.training_set)
+
+    @property
+    def will_train(self):
+        """`state -> bool` for the update budget, where a cycle trains exactly when it replays; None for a
+        method whose every cycle trains (plain PLR: no unit needed) and for a subclass that writes its own
+        `step`, which the budget's `cycle` would bypass."""
+        own_step = type(self).step is not CoinReplayRunner.step
+        return None if self.trains_every_cycle or own_step else self.replay_decision
+
+    def step(self, state: PLRState):
+        return self.cycle(state, self.replay_decision(state))
+
+    def cycle(self, state: PLRState, replay):
+        raise NotImplementedError(f"{type(self).__name__} must write cycle(state, replay)")

@@ -72,7 +72,7 @@ def _sync(name: str) -> None:
 
 def save_buffer_pictures(buffer, cfg: TrainConfig, layout: DeviceLayout, out_dir, update: int, lead: bool) -> None:
     """`<out_dir>/update<u>[-seed<s>].png`: the highest-weighted levels of each seed's buffer."""
-    from minimax.curricula.buffer_view import buffer_picture  # noqa: PLC0415
+    from minimax.training.buffer_view import buffer_picture  # noqa: PLC0415
     from minimax.envs.images import save_png  # noqa: PLC0415
 
     render_levels = env_spec(cfg).render_levels

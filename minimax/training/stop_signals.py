@@ -28,7 +28,8 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 class RunStopped(Exception):
-    """The run stopped on a signal after saving its state: `update`, `signum`, `resume_hint`."""
+    """The run stopped on a signal after saving its state: `update` (the last saved), `signum`; the message
+    says how to resume."""
 
     def __init__(self, message: str, update: int, signum: int):
         super().__init__(message)

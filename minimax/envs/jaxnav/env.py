@@ -33,9 +33,10 @@ otherwise.
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import functools
+import io
+import sys
 import warnings
 
 import jax
@@ -46,15 +47,31 @@ from flax import struct
 from minimax.envs.environment import Box, Discrete, Environment
 
 
+JAXMARL_CHATTER = ("Importing submoduled environments...", "Submoduled environments not found. Skipping import.")
+"""What jaxmarl prints when its environments package is imported."""
+
+
 @contextlib.contextmanager
 def _quiet():
-    """jaxmarl prints about its optional submodules on import, after replacing `sys.stdout` (so
-    `contextlib.redirect_stdout` misses it): silence `print` itself while it imports."""
-    saved, builtins.print = builtins.print, lambda *args, **kwargs: None
+    """Import jaxmarl without its chatter (`JAXMARL_CHATTER`). Its MABrax module points `sys.stdout` and
+    `sys.stderr` back at `sys.__stdout__` / `sys.__stderr__` after its own import (which would undo a plain
+    `contextlib.redirect_stdout`), so both pairs are captured while it imports and restored after; anything
+    else written meanwhile (another thread's output, a real error) is passed on, not lost."""
+    names = ("stdout", "stderr", "__stdout__", "__stderr__")
+    saved = {name: getattr(sys, name) for name in names}
+    captured = {"stdout": io.StringIO(), "stderr": io.StringIO()}
+    for name in names:
+        setattr(sys, name, captured[name.strip("_")])
     try:
         yield
     finally:
-        builtins.print = saved
+        for name in names:
+            setattr(sys, name, saved[name])
+        for stream, buffer in captured.items():
+            kept = [line for line in buffer.getvalue().splitlines(keepends=True)
+                    if line.strip() not in JAXMARL_CHATTER]
+            if kept:
+                getattr(sys, stream).write("".join(kept))
 
 
 @contextlib.contextmanager
