@@ -24,11 +24,11 @@ from flax import struct
 from gymnax.environments.classic_control import cartpole as gx
 
 from minimax.envs.classic.common import (
-    check_max_steps, check_ranges, check_step_fraction, draw_uniform, fmt, perturb_uniform,
-    time_limit, unknown_suite,
+    check_max_steps, check_ranges, fmt, perturbing_mutator, physics_metrics, time_limit, uniform_generator,
+    unknown_suite,
 )
 from minimax.envs.environment import Box, Discrete, Environment
-from minimax.envs.registry import HeldOutLevel, check_n_edits
+from minimax.envs.registry import HeldOutLevel
 
 _GYMNAX = gx.CartPole()
 _GYMNAX_DEFAULTS = gx.EnvParams()  # gymnax's CartPole-v1 constants, read rather than copied
@@ -192,13 +192,7 @@ def draw_start(key: jax.Array) -> dict[str, jax.Array]:
 
 def make_cartpole_generator(ranges: CartPoleRanges = CARTPOLE_RANGES):
     """`generator(key) -> CartPoleLevel`: physics uniform over `ranges`, start state as gymnax's reset."""
-    check_ranges(ranges)
-
-    def generator(key: jax.Array) -> CartPoleLevel:
-        k_physics, k_start = jax.random.split(key)
-        return CartPoleLevel(**draw_uniform(k_physics, ranges), **draw_start(k_start))
-
-    return generator
+    return uniform_generator(CartPoleLevel, ranges, draw_start)
 
 
 def make_cartpole_mutator(n_edits: int, ranges: CartPoleRanges = CARTPOLE_RANGES, step_fraction: float = 0.1):
@@ -210,25 +204,15 @@ def make_cartpole_mutator(n_edits: int, ranges: CartPoleRanges = CARTPOLE_RANGES
     same set of levels (methods differ only in how they pick from it), and the out-of-range values
     of the held-out grid stay unseen by every method.
     """
-    n_edits = check_n_edits(n_edits)
-    step_fraction = check_step_fraction(step_fraction)
-    check_ranges(ranges)
-
-    def mutate(key: jax.Array, level: CartPoleLevel) -> CartPoleLevel:
-        k_edit, k_start = jax.random.split(key)
-        physics = perturb_uniform(k_edit, {n: getattr(level, n) for n in PHYSICS}, ranges, n_edits, step_fraction)
-        return CartPoleLevel(**physics, **draw_start(k_start))
-
-    return mutate
+    return perturbing_mutator(CartPoleLevel, PHYSICS, ranges, draw_start, n_edits, step_fraction)
 
 
 MUTATORS = {"perturb": make_cartpole_mutator}
 """ACCEL mutators by name: `{name: factory(n_edits) -> mutate(key, level) -> level}`."""
 
 
-def level_metrics(level: CartPoleLevel) -> dict[str, jax.Array]:
-    """The level's physical parameters by name, for the logs (vmappable)."""
-    return {name: getattr(level, name) for name in PHYSICS}
+level_metrics = physics_metrics(PHYSICS)
+"""The level's physical parameters by name, for the logs (vmappable)."""
 
 
 # ------------------------------------------------------------------------ held-out levels

@@ -16,6 +16,8 @@ import operator
 import jax
 import jax.numpy as jnp
 
+from minimax.envs.registry import check_n_edits
+
 
 def range_table(ranges) -> tuple[tuple[str, float, float], ...]:
     """`((name, low, high), ...)` of a ranges dataclass, in field order."""
@@ -110,3 +112,34 @@ def unknown_suite(env: str, suite, known) -> ValueError:
 def fmt(value: float) -> str:
     """A parameter value as it appears in held-out level names (`0.25`, `2`, `9.8`)."""
     return f"{value:g}"
+
+
+def uniform_generator(level_cls, ranges, draw_start):
+    """`generator(key) -> level`: physics uniform over `ranges`, start state from `draw_start(key)`."""
+    check_ranges(ranges)
+
+    def generator(key: jax.Array):
+        k_physics, k_start = jax.random.split(key)
+        return level_cls(**draw_uniform(k_physics, ranges), **draw_start(k_start))
+
+    return generator
+
+
+def perturbing_mutator(level_cls, physics: tuple[str, ...], ranges, draw_start, n_edits: int, step_fraction: float):
+    """`mutate(key, level) -> level`: `n_edits` perturbations of one uniformly chosen parameter of `physics`
+    each (`perturb_uniform`), then a fresh start state from `draw_start(key)`."""
+    n_edits = check_n_edits(n_edits)
+    step_fraction = check_step_fraction(step_fraction)
+    check_ranges(ranges)
+
+    def mutate(key: jax.Array, level):
+        k_edit, k_start = jax.random.split(key)
+        values = perturb_uniform(k_edit, {n: getattr(level, n) for n in physics}, ranges, n_edits, step_fraction)
+        return level_cls(**values, **draw_start(k_start))
+
+    return mutate
+
+
+def physics_metrics(physics: tuple[str, ...]):
+    """`level_metrics(level) -> {name: value}`: a level's physical parameters, for the logs (vmappable)."""
+    return lambda level: {name: getattr(level, name) for name in physics}

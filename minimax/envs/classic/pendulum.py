@@ -28,11 +28,11 @@ from flax import struct
 from gymnax.environments.classic_control import pendulum as gx
 
 from minimax.envs.classic.common import (
-    check_max_steps, check_ranges, check_step_fraction, draw_uniform, fmt, perturb_uniform,
-    time_limit, unknown_suite,
+    check_max_steps, check_ranges, fmt, perturbing_mutator, physics_metrics, time_limit, uniform_generator,
+    unknown_suite,
 )
 from minimax.envs.environment import Box, Environment
-from minimax.envs.registry import HeldOutLevel, check_n_edits
+from minimax.envs.registry import HeldOutLevel
 
 _GYMNAX = gx.Pendulum()
 _GYMNAX_DEFAULTS = gx.EnvParams()  # gymnax's Pendulum-v1 constants, read rather than copied
@@ -184,38 +184,22 @@ def draw_start(key: jax.Array) -> dict[str, jax.Array]:
 
 def make_pendulum_generator(ranges: PendulumRanges = PENDULUM_RANGES):
     """`generator(key) -> PendulumLevel`: physics uniform over `ranges`, start state as gymnax's reset."""
-    check_ranges(ranges)
-
-    def generator(key: jax.Array) -> PendulumLevel:
-        k_physics, k_start = jax.random.split(key)
-        return PendulumLevel(**draw_uniform(k_physics, ranges), **draw_start(k_start))
-
-    return generator
+    return uniform_generator(PendulumLevel, ranges, draw_start)
 
 
 def make_pendulum_mutator(n_edits: int, ranges: PendulumRanges = PENDULUM_RANGES, step_fraction: float = 0.1):
     """`mutate(key, level) -> level`: `n_edits` perturbations of one uniformly chosen physical
     parameter each, by U(-step_fraction, step_fraction) of its range's width, clipped to `ranges`
     (the generator's: see `make_cartpole_mutator` for why); then a fresh start state."""
-    n_edits = check_n_edits(n_edits)
-    step_fraction = check_step_fraction(step_fraction)
-    check_ranges(ranges)
-
-    def mutate(key: jax.Array, level: PendulumLevel) -> PendulumLevel:
-        k_edit, k_start = jax.random.split(key)
-        physics = perturb_uniform(k_edit, {n: getattr(level, n) for n in PHYSICS}, ranges, n_edits, step_fraction)
-        return PendulumLevel(**physics, **draw_start(k_start))
-
-    return mutate
+    return perturbing_mutator(PendulumLevel, PHYSICS, ranges, draw_start, n_edits, step_fraction)
 
 
 MUTATORS = {"perturb": make_pendulum_mutator}
 """ACCEL mutators by name: `{name: factory(n_edits) -> mutate(key, level) -> level}`."""
 
 
-def level_metrics(level: PendulumLevel) -> dict[str, jax.Array]:
-    """The level's physical parameters by name, for the logs (vmappable)."""
-    return {name: getattr(level, name) for name in PHYSICS}
+level_metrics = physics_metrics(PHYSICS)
+"""The level's physical parameters by name, for the logs (vmappable)."""
 
 
 # ------------------------------------------------------------------------ held-out levels
