@@ -7,6 +7,7 @@ import json
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 from minimax.config import ConfigError, TrainConfig
@@ -107,3 +108,32 @@ def test_plugin_flag_imports_a_users_module_before_parsing(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         load_plugins(["--plugin", str(tmp_path / "missing.py")])
     assert stop.value.code == 2 and "--plugin" in capsys.readouterr().err
+
+
+def test_a_plugin_score_is_selectable_on_the_host_path(tmp_path, capsys):
+    """A score registered by a user's module scores a host run's levels (`--env gym-CartPole-v1`): the level
+    sampler averages the plugin's own per-step terms over each episode (a constant 7 gives every scored level 7),
+    the saved run resumes with it, and a score the host sampler cannot feed is refused in one line."""
+    pytest.importorskip("gymnasium")
+    from minimax.cli.train import main as train_main  # noqa: PLC0415
+    from minimax.host.state_files import load_state  # noqa: PLC0415
+
+    plugin = tmp_path / "their_score.py"
+    plugin.write_text("import jax.numpy as jnp\nimport minimax\n\n"
+                      "minimax.register_score('constant_seven', lambda x: jnp.full_like(x.values, 7.0), replace=True)\n")
+    argv = ["--plugin", str(plugin), "--env", "gym-CartPole-v1", "--num-envs", "4", "--num-steps", "32",
+            "--hidden", "8", "--train-levels", "5", "--eval-every", "0", "--final-eval-episodes", "1",
+            "--n-minibatches", "2", "--no-progress", "--out-dir", str(tmp_path), "--run-name", "seven",
+            "--score-function", "constant_seven"]
+    train_main(argv + ["--num-updates", "2"])
+    run = tmp_path / "seven"
+    assert json.loads((run / "config.json").read_text())["sampler"]["score_function"] == "constant_seven"
+    sampler = load_state(sorted((run / "host_state").glob("*.npz"), key=lambda p: int(p.stem))[-1])["sampler"]
+    assert sampler["seen"].any()
+    np.testing.assert_allclose(np.asarray(sampler["scores"])[np.asarray(sampler["seen"])], 7.0, rtol=1e-6)
+    train_main(argv + ["--num-updates", "3", "--resume"])
+    assert [json.loads(r)["update"] for r in (run / "metrics.jsonl").read_text().splitlines()] == [1, 2, 3]
+    with pytest.raises(SystemExit):
+        train_main(["--env", "gym-CartPole-v1", "--score-function", "maxmc", "--out-dir", str(tmp_path)])
+    err = " ".join(capsys.readouterr().err.replace("│", " ").split())  # tyro boxes and wraps its errors
+    assert "--score-function maxmc needs what a host run's level sampler does not keep" in err, err

@@ -179,27 +179,42 @@ def _score_inputs(rng, T=7, N=5, A=4):
 
 
 def _host_terms(name, a, gamma=0.99):
-    from minimax.host.learner import POLICY_TERMS, policy_term, value_terms
-    if name in POLICY_TERMS:
-        return policy_term(name, a["logits"])
-    return value_terms(name, a["advantages"], a["rewards"], a["values"], a["last_value"],
-                       a["dones"].astype(np.float32), gamma)
+    from minimax.host.learner import step_score_terms
+    return step_score_terms(name, a["rewards"], a["values"], a["dones"], a["advantages"], a["logits"],
+                            a["last_value"], gamma, 0.95)
 
 
-def test_a_score_name_both_paths_offer_is_the_same_formula():
-    """Every host score named as a compiled-path score computes that score's per-step terms; the reference's
-    own one-step TD, |r + V - V'|, has a name of its own (it is not the compiled path's one_step_td)."""
-    from minimax.curricula.scores import STEP_SCORES
-    from minimax.host.level_sampler import SCORED
+def test_host_scores_are_the_registered_functions_and_the_references_formulas():
+    """A host run's per-step score terms are the registered score's own function on its rollout (the compiled
+    path's formulas); the reference's one-step TD, |r + V - V'|, and its entropy over log |A| have names of their
+    own; scores a host sampler cannot feed (a level's best return, its optimum, successes) are not offered."""
+    import numpy.testing as npt
+    from minimax.curricula.scores import SCORES
+    from minimax.host.level_sampler import host_scores
     arrays, inputs = _score_inputs(np.random.default_rng(0))
-    shared = [name for name in SCORED if name in STEP_SCORES]
-    assert {"l1_value_loss", "gae", "pvl", "policy_entropy", "one_step_td"} <= set(shared)
-    for name in shared:
-        np.testing.assert_allclose(_host_terms(name, arrays), STEP_SCORES[name](inputs), rtol=1e-5, atol=1e-6,
-                                   err_msg=name)
+    assert {"l1_value_loss", "gae", "pvl", "policy_entropy", "one_step_td", "least_confidence", "min_margin",
+            "normalized_policy_entropy", "one_step_td_level_replay"} <= set(host_scores())
+    assert not {"maxmc", "learnability", "oracle_regret", "mna", "pace"} & set(host_scores())
+    for name in host_scores():
+        npt.assert_allclose(_host_terms(name, arrays), SCORES[name].fn(inputs), rtol=1e-5, atol=1e-6, err_msg=name)
     v, nxt = np.asarray(arrays["values"]), np.concatenate([arrays["values"][1:], arrays["last_value"][None]])
-    np.testing.assert_allclose(_host_terms("one_step_td_level_replay", arrays),
-                               np.abs(np.asarray(arrays["rewards"]) + v - nxt), rtol=1e-5, atol=1e-6)
-    assert not np.allclose(_host_terms("one_step_td_level_replay", arrays), _host_terms("one_step_td", arrays))
-    entropy = np.asarray(STEP_SCORES["policy_entropy"](inputs))
-    np.testing.assert_allclose(_host_terms("normalized_policy_entropy", arrays), entropy / np.log(4), rtol=1e-5)
+    r, d = np.asarray(arrays["rewards"]), np.asarray(arrays["dones"], np.float32)
+    npt.assert_allclose(_host_terms("one_step_td_level_replay", arrays), np.abs(r + v - nxt), rtol=1e-5, atol=1e-6)
+    npt.assert_allclose(_host_terms("one_step_td", arrays), np.abs(r + 0.99 * nxt * (1 - d) - v), rtol=1e-5,
+                        atol=1e-6)
+    logits = np.asarray(arrays["logits"], np.float64)
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    entropy = -(p * np.log(p)).sum(-1)
+    npt.assert_allclose(_host_terms("policy_entropy", arrays), entropy, rtol=1e-5)
+    npt.assert_allclose(_host_terms("normalized_policy_entropy", arrays), entropy / np.log(4), rtol=1e-5)
+    npt.assert_allclose(_host_terms("least_confidence", arrays), 1 - p.max(-1), rtol=1e-5, atol=1e-6)
+    assert not np.asarray(_host_terms("random", arrays)).any()
+
+
+def test_a_score_the_host_sampler_cannot_feed_is_refused_naming_the_choices():
+    with pytest.raises(ConfigError, match="--score-function maxmc needs what a host run's level sampler does not"):
+        SamplerConfig(score_function="maxmc")
+    with pytest.raises(ConfigError, match=r"--score-function must be one of pvl, l1_value_loss, .*random, sequential, "
+                                          r"got 'nope'"):
+        SamplerConfig(score_function="nope")

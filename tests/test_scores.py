@@ -62,6 +62,11 @@ def ref_step_scores(name, x):
             nxt = values[t + 1] if t + 1 < values.shape[0] else x["last_value"]
             out[t] = np.abs(x["rewards"][t] + GAMMA * nxt * (1.0 - x["dones"][t]) - values[t])
         return out
+    if name == "normalized_policy_entropy":
+        return -(p * np.log(p)).sum(-1) / np.log(p.shape[-1])
+    if name == "one_step_td_level_replay":  # facebookresearch/level-replay's `|r_t + V_t - V_{t+1}|`
+        nxt = np.concatenate([values[1:], x["last_value"][None]])
+        return np.abs(x["rewards"] + values - nxt)
     raise KeyError(name)
 
 
@@ -143,12 +148,14 @@ def test_running_tail_is_not_scored():
 
 def test_every_registered_score_has_a_reference():
     assert set(sc.STEP_SCORES) == {"pvl", "maxmc", "l1_value_loss", "gae", "policy_entropy", "least_confidence",
-                                   "min_margin", "one_step_td"}
+                                   "min_margin", "one_step_td", "normalized_policy_entropy",
+                                   "one_step_td_level_replay"}
     assert set(sc.SCORE_FUNCTIONS) == set(sc.STEP_SCORES) | {"learnability", "oracle_regret", "mna"}  # test_regret_scores
 
 
 @pytest.mark.parametrize("name", sorted(["pvl", "maxmc", "l1_value_loss", "gae", "policy_entropy",
-                                         "least_confidence", "min_margin", "one_step_td"]))
+                                         "least_confidence", "min_margin", "one_step_td", "normalized_policy_entropy",
+                                         "one_step_td_level_replay"]))
 def test_step_score_matches_formula(name):
     for seed in (0, 1):
         x = random_inputs(seed)

@@ -82,6 +82,18 @@ def one_step_td_error(x: ScoreInputs):
     return jnp.abs(x.rewards + x.gamma * next_values * (1.0 - x.dones) - x.values)
 
 
+def one_step_td_level_replay(x: ScoreInputs):
+    """`|r_t + V(s_t) - V(s_{t+1})|`, facebookresearch/level-replay's one-step TD as its code writes it (no
+    discount, no episode end, the values' order reversed): the PLR paper's Procgen runs, kept under its own name."""
+    next_values = jnp.concatenate([x.values[1:], x.last_value[None]], axis=0)
+    return jnp.abs(x.rewards + x.values - next_values)
+
+
+def normalized_policy_entropy(x: ScoreInputs):
+    """`H(pi(.|s_t)) / log |A|`, the entropy over that of the uniform policy (the level-replay reference's)."""
+    return x.policy.entropy() / jnp.log(x.policy.probs.shape[-1])
+
+
 @dataclasses.dataclass(frozen=True)
 class Score:
     """A registered level score: its function and what it needs of the environment."""
@@ -100,6 +112,16 @@ class Score:
     """Reads `update_sq_norms`: the runner computes each level's own PPO gradient (a backward pass per level)."""
     problems: Callable | None = None
     """`cfg -> messages`: what else the score needs of the run's options (the config checks ask it)."""
+    needs_max_returns: bool = False
+    """Reads `max_returns`: the best return ever seen on each level (a level buffer keeps it; a host run's
+    level sampler does not)."""
+
+    @property
+    def from_steps_alone(self) -> bool:
+        """A per-step score of the rollout alone (rewards, values, dones, advantages, the policy): what a host
+        run's level sampler averages over episode segments (`host/learner.py`)."""
+        return not (self.per_level or self.needs_success or self.needs_optimum or self.needs_update_norms
+                    or self.needs_max_returns)
 
 
 SCORES: dict[str, Score] = {}
@@ -108,14 +130,14 @@ SCORES: dict[str, Score] = {}
 
 def register_score(name: str, fn: Callable, *, per_level: bool = False, needs_discrete_actions: bool = False,
                    needs_success: bool = False, needs_optimum: bool = False, needs_update_norms: bool = False,
-                   problems: Callable | None = None, replace: bool = False) -> Score:
+                   problems: Callable | None = None, needs_max_returns: bool = False, replace: bool = False) -> Score:
     """Make `fn` the score `--score-function name` (see the module docstring for its signature)."""
     if not name or not name.replace("_", "").isalnum():
         raise ValueError(f"a score name is letters, digits and underscores, got {name!r}")
     if name in SCORES and not replace:
         raise ValueError(f"score {name!r} is already registered (pass replace=True to replace it)")
     SCORES[name] = Score(name, fn, per_level, needs_discrete_actions, needs_success, needs_optimum,
-                         needs_update_norms, problems)
+                         needs_update_norms, problems, needs_max_returns)
     return SCORES[name]
 
 
@@ -173,11 +195,15 @@ def mna(x: ScoreInputs):
     return score.astype(jnp.float32), x.dones.any(0)
 
 
-for _name, _fn in (("pvl", positive_value_loss), ("maxmc", max_monte_carlo), ("l1_value_loss", l1_value_loss),
-                   ("gae", gae), ("policy_entropy", policy_entropy), ("one_step_td", one_step_td_error)):
+register_score("pvl", positive_value_loss)
+register_score("maxmc", max_monte_carlo, needs_max_returns=True)
+for _name, _fn in (("l1_value_loss", l1_value_loss), ("gae", gae), ("policy_entropy", policy_entropy),
+                   ("one_step_td", one_step_td_error)):
     register_score(_name, _fn)
 register_score("least_confidence", least_confidence, needs_discrete_actions=True)
 register_score("min_margin", min_margin, needs_discrete_actions=True)
+register_score("normalized_policy_entropy", normalized_policy_entropy, needs_discrete_actions=True)
+register_score("one_step_td_level_replay", one_step_td_level_replay)
 register_score("learnability", learnability, per_level=True, needs_success=True)
 register_score("oracle_regret", oracle_regret, per_level=True, needs_optimum=True)
 def _mna_problems(cfg):

@@ -2,7 +2,8 @@
 
 The env steps on the host (`minimax.envs.host`), one `step` call per time step for all envs; the
 policy runs as one jitted call per time step (`act`), and after the rollout one jitted call computes
-the GAE, the PPO targets and the level sampler's per-step score terms (`finish`), and one more runs
+the GAE, the PPO targets and the level sampler's per-step score terms (`finish`: the registered score's own
+function, `curricula/scores.py`, on the rollout and its policy's logits), and one more runs
 the PPO update (`update`, `agents.ppo.ppo_update`). The student is feed-forward (the PLR paper's
 IMPALA ResNet), so the rollout is flattened to `[1, T * N]` for the update: a minibatch is a random
 subset of transitions, as the reference's `feed_forward_generator`, not of whole env sequences.
@@ -13,52 +14,32 @@ Advantages are normalised over the whole batch before the epochs (the reference'
 
 from __future__ import annotations
 
-import math
 import jax
 import jax.numpy as jnp
-
 import optax
 
+from minimax.agents.distributions import Categorical
 from minimax.agents.ppo import (PPOBatch, PPOConfig, compute_gae, create_train_state, explained_variance,
                                 learning_rate_schedule, ppo_loss)
 from minimax.models.impala import ImpalaActorCritic
 from minimax.models.mlp import MLPActorCritic
 from minimax.core.options import ConfigError
+from minimax.curricula.scores import SCORES, ScoreInputs
 
-POLICY_TERMS = ("policy_entropy", "normalized_policy_entropy", "least_confidence", "min_margin")
-
-
-def policy_term(score: str, logits: jax.Array) -> jax.Array:
-    """The per-step term of the scores that read the policy (`level_sampler.py`), else 0."""
-    log_p = jax.nn.log_softmax(logits, axis=-1)
-    p = jnp.exp(log_p)
-    if score == "policy_entropy":  # H(pi(.|s)), as the compiled path's
-        return -(p * log_p).sum(-1)
-    if score == "normalized_policy_entropy":  # divided by the entropy of the uniform policy, as the reference
-        return -(p * log_p).sum(-1) / math.log(logits.shape[-1])
-    if score == "least_confidence":
-        return 1.0 - p.max(-1)
-    if score == "min_margin":
-        top2 = jax.lax.top_k(p, 2)[0]
-        return 1.0 - (top2[..., 0] - top2[..., 1])
-    return jnp.zeros(logits.shape[:-1], jnp.float32)
-
-
-def value_terms(score: str, advantages, rewards, values, last_value, dones, gamma: float):
-    """The per-step terms of the scores that read values (`[T, N]`; rewards as the learner sees them,
-    normalised where `--normalize-returns`)."""
-    next_values = jnp.concatenate([values[1:], last_value[None]], axis=0)
-    if score == "l1_value_loss":
-        return jnp.abs(advantages)
-    if score == "gae":
-        return advantages
-    if score == "pvl":
-        return jnp.maximum(advantages, 0.0)
-    if score == "one_step_td":  # the compiled path's |r_t + gamma V_{t+1} (1 - d_t) - V_t| (curricula/scores.py)
-        return jnp.abs(rewards + gamma * next_values * (1.0 - dones) - values)
-    if score == "one_step_td_level_replay":  # facebookresearch/level-replay's |r_t + V_t - V_{t+1}|, as written there
-        return jnp.abs(rewards + values - next_values)
-    return jnp.zeros_like(advantages)
+def step_score_terms(score_function: str, rewards, values, dones, advantages, logits, last_value, gamma: float,
+                     gae_lambda: float) -> jax.Array:
+    """float32[T, N]: the per-step terms of the registered score `score_function` (`curricula/scores.py`, the
+    compiled path's functions, a plugin's included) for a `[T, N]` rollout with its policy's `logits [T, N, A]`;
+    the level sampler averages them over episode segments. Zeros for the sampler's unscored modes
+    (random, sequential). Rewards as the learner sees them (normalised where `--normalize-returns`)."""
+    score = SCORES.get(score_function)
+    if score is None:
+        return jnp.zeros_like(advantages)
+    dones = jnp.asarray(dones, bool)
+    inputs = ScoreInputs(rewards=rewards, values=values, dones=dones, solved=jnp.zeros_like(dones),
+                         advantages=advantages, policy=Categorical(logits), last_value=last_value, max_returns=None,
+                         gamma=gamma, gae_lambda=gae_lambda)
+    return jnp.asarray(score.fn(inputs), jnp.float32)
 
 
 def host_model(env_name: str, obs_shape: tuple, num_actions: int, impala_channels, hidden: int):
@@ -97,23 +78,22 @@ class HostLearner:
         return policy, value[0]
 
     def _act(self, params, key, obs):
-        """Sampled actions, their log-probabilities, values and policy score terms for one step of N envs."""
+        """Sampled actions, their log-probabilities, values and the policy's logits for one step of N envs."""
         policy, value = self._forward(params, obs)
         action = policy.sample(key)[0]
-        return action, policy.log_prob(action[None])[0], value, policy_term(self.score_function, policy.logits[0])
+        return action, policy.log_prob(action[None])[0], value, policy.logits[0]
 
     def policy_action(self, params, key, obs, greedy: bool = False):
         """Actions for one step of N envs: sampled (as `act`), or the most likely ones with `greedy`."""
         return self._greedy(params, obs) if greedy else self.act(params, key, obs)[0]
 
-    def _finish(self, params, last_obs, rewards, values, dones, policy_terms):
-        """GAE, targets and score terms of a `[T, N]` rollout (rewards already normalised)."""
+    def _finish(self, params, last_obs, rewards, values, dones, logits):
+        """GAE, targets and score terms of a `[T, N]` rollout (rewards already normalised; `logits [T, N, A]`)."""
         _, last_value = self._forward(params, last_obs)
         advantages, targets = compute_gae(rewards, values, dones, last_value, self.ppo.gamma, self.ppo.gae_lambda)
-        if self.score_function in POLICY_TERMS:
-            return advantages, targets, policy_terms
-        return advantages, targets, value_terms(self.score_function, advantages, rewards, values, last_value,
-                                                dones.astype(jnp.float32), self.ppo.gamma)
+        terms = step_score_terms(self.score_function, rewards, values, dones, advantages, logits, last_value,
+                                 self.ppo.gamma, self.ppo.gae_lambda)
+        return advantages, targets, terms
 
     def _step(self, train_state, batch: PPOBatch, idx):
         """One gradient step on the transitions `idx` of the batch (`agents.ppo.ppo_update`'s step)."""

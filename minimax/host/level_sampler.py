@@ -45,20 +45,23 @@ from typing import Literal
 import numpy as np
 
 from minimax.host.segment_tree import SumTree
+from minimax.curricula.scores import SCORES
 from minimax.curricula.weights import normalize, transform_weights
 from minimax.core.options import check
 
-ScoreFunction = Literal["random", "sequential", "l1_value_loss", "gae", "pvl", "policy_entropy",
-                        "normalized_policy_entropy", "least_confidence", "min_margin", "one_step_td",
-                        "one_step_td_level_replay"]
+UNSCORED = ("random", "sequential")
+"""The sampler's modes that score nothing: uniform over the training levels, or in order."""
 ReplaySchedule = Literal["proportionate", "fixed"]
 PartialEpisodes = Literal["flush", "carry"]
 Draw = Literal["auto", "choice", "tree"]
 TREE_FROM = 10_000  # levels from which `auto` draws with the sum trees (benchmarks/segment_tree.py)
 Transform = Literal["rank", "power", "softmax", "eps_greedy", "top_k"]
-SCORED = ("l1_value_loss", "gae", "pvl", "policy_entropy", "normalized_policy_entropy", "least_confidence",
-          "min_margin", "one_step_td", "one_step_td_level_replay")
-"""The scores, named as the compiled path's where the formula is the same (`minimax/host/learner.py`)."""
+
+
+def host_scores() -> tuple[str, ...]:
+    """The registered scores a host run can use (`curricula/scores.py`, plugins' included): the per-step ones
+    that read the rollout alone (`Score.from_steps_alone`), computed by their own function (`host/learner.py`)."""
+    return tuple(name for name, score in SCORES.items() if score.from_steps_alone)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,11 +70,12 @@ class SamplerConfig:
     path's name where it means the same). Defaults are the PLR paper's Procgen setting (`l1_value_loss`,
     the paper's value_l1; rank, beta 0.1, staleness 0.1, the reference's rho 1)."""
 
-    score_function: ScoreFunction = "l1_value_loss"
-    """Level score (PLR): l1_value_loss |GAE|, gae, pvl max(GAE, 0), policy_entropy, normalized_policy_entropy
-    (/ log |A|, the reference's), least_confidence, min_margin, one_step_td |r + gamma V' (1 - d) - V| (the compiled
-    path's), one_step_td_level_replay |r + V - V'| (the reference's code); or random (uniform over the training
-    levels) or sequential (in order), which score nothing."""
+    score_function: str = "l1_value_loss"
+    """Level score (PLR), a registered per-step score: l1_value_loss |GAE|, gae, pvl max(GAE, 0), policy_entropy,
+    normalized_policy_entropy (/ log |A|, the reference's), least_confidence, min_margin, one_step_td
+    |r + gamma V' (1 - d) - V| (the compiled path's), one_step_td_level_replay |r + V - V'| (the reference's code),
+    or one registered with minimax.register_score; or random (uniform over the training levels) or sequential (in
+    order), which score nothing."""
     replay_schedule: ReplaySchedule = "proportionate"
     """Replay probability: the seen fraction (proportionate) or --replay-prob (fixed), once the seen fraction >= rho."""
     score_transform: Transform = "rank"
@@ -109,10 +113,17 @@ class SamplerConfig:
         c.unit("greedy_eps", "rho", "replay_prob", "staleness_coef")
         if not 0 < self.score_alpha <= 1:
             c.add(f"--score-alpha must be in (0, 1], got {self.score_alpha!r}")
+        name = self.score_function
+        if name in SCORES and not SCORES[name].from_steps_alone:
+            c.add(f"--score-function {name} needs what a host run's level sampler does not keep (a level's best "
+                  f"return, its optimum, successes, or a whole-level score); choose from "
+                  f"{', '.join(host_scores() + UNSCORED)}")
+        elif name not in SCORES and name not in UNSCORED:
+            c.add(f"--score-function must be one of {', '.join(host_scores() + UNSCORED)}, got {name!r}")
 
     @property
     def scored(self) -> bool:
-        return self.score_function in SCORED
+        return self.score_function not in UNSCORED
 
 
 class LevelSampler:

@@ -122,9 +122,9 @@ class HostRun:
         out, finished, env_seconds, sampler_seconds = [], [], 0.0, 0.0
         for t in range(T):
             obs_buf[t] = self.obs
-            action, log_prob, value, pterm = self.learner.act(self.train_state.params, jax.random.fold_in(key, t),
-                                                              self.obs)
-            out.append((action, log_prob, value, pterm))
+            action, log_prob, value, logits = self.learner.act(self.train_state.params, jax.random.fold_in(key, t),
+                                                               self.obs)
+            out.append((action, log_prob, value, logits))
             actions = np.asarray(action)
             tick = time.perf_counter()
             step = env.step(actions)
@@ -155,10 +155,10 @@ class HostRun:
         trains = self._start_robust_rollout() if self.robust else True
         forcing_s = time.perf_counter() - start  # robust PLR: every env forced onto its level (draws included)
         rollout = self._rollout(roll_key)
-        obs_buf, levels, dones, rewards, (actions, log_probs, values, pterms), finished, env_s, sampler_s = rollout
+        obs_buf, levels, dones, rewards, (actions, log_probs, values, logits), finished, env_s, sampler_s = rollout
         env_s += forcing_s
         advantages, targets, terms = self.learner.finish(self.train_state.params, self.obs, rewards, values, dones,
-                                                         pterms)
+                                                         logits)
         tick = time.perf_counter()
         self.sampler.update_with_rollout(levels, dones, np.asarray(terms))
         sampler_s += time.perf_counter() - tick
