@@ -60,8 +60,8 @@ class CurriculumConfig:
     """Replay only once this fraction of the buffer is filled."""
     score_function: str = "maxmc"
     """Level score (PLR family): pvl, maxmc, l1_value_loss, gae, policy_entropy, one_step_td, least_confidence,
-    min_margin, learnability, oracle_regret (maze: optimal return - return), or one registered with
-    minimax.register_score."""
+    min_margin, normalized_policy_entropy, one_step_td_level_replay (the level-replay reference's), learnability,
+    oracle_regret (maze: optimal return - return), mna, pace, or one registered with minimax.register_score."""
     replay_with_replacement: bool = True
     """Sample the replay batch with replacement (else distinct levels, Gumbel top-k)."""
     train_levels: int = 0
