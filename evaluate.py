@@ -1,6 +1,6 @@
 """Score trained runs on held-out mazes: `python evaluate.py runs/<a> runs/<b> --suite dcd12`; `--help`."""
 
-from minimax.evaluation.evaluate import main
+from minimax.cli.evaluate import main
 
 if __name__ == "__main__":
     main()

@@ -62,9 +62,8 @@ except ConfigError as err:
 else:
     raise AssertionError("a JaxNav preset built without jaxmarl")
 from minimax.training.cli import main
-sys.argv = ["train.py", "--help"]
 try:
-    main()
+    main(["--help"])
 except SystemExit as exit_:
     assert exit_.code in (0, None), exit_.code
 """

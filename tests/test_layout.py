@@ -24,6 +24,15 @@ def imports(path: Path):
             yield node.module, node.lineno
 
 
+def test_only_the_commands_read_the_command_line():
+    """`sys.argv` is read by the commands in `cli/` only: every other module takes its arguments."""
+    readers = [f"{p.relative_to(PACKAGE)}:{node.lineno}" for p in MODULES if p.relative_to(PACKAGE).parts[0] != "cli"
+               for node in ast.walk(ast.parse(p.read_text()))
+               if isinstance(node, ast.Attribute) and node.attr == "argv" and isinstance(node.value, ast.Name)
+               and node.value.id == "sys"]
+    assert not readers, readers
+
+
 def test_every_module_lives_in_a_layer():
     assert {p.relative_to(PACKAGE).parts[0] for p in MODULES} == set(LAYERS)
     top = sorted(p.name for p in PACKAGE.glob("*.py"))

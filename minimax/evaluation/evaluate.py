@@ -380,13 +380,10 @@ def evaluate_runs(*runs, **settings) -> dict:
     return evaluate(EvaluateConfig(runs=tuple(str(r) for r in runs), **settings))
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str]) -> None:
+    """`evaluate.py`'s command line `argv` (without the program; `cli/evaluate.py` reads `sys.argv`)."""
     try:
-        evaluate(parse_args(sys.argv[1:] if argv is None else argv))
+        evaluate(parse_args(list(argv)))
     except (EvaluateError, CheckpointError, ConfigError) as e:  # ConfigError: a host run's bad input
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
-
-
-if __name__ == "__main__":
-    main()

@@ -29,14 +29,14 @@ def _given(argv: list[str], name: str) -> bool:
     return any(a == name or a.startswith(name + "=") for a in argv)
 
 
-def parse_config(argv: list[str] | None = None) -> TrainConfig:
+def parse_config(argv: list[str]) -> TrainConfig:
     """The run's config: preset defaults, or a saved config (`--config PATH`, or the run's own
     with --resume), overridden by the command line.
 
     A resumed run keeps every option that changes what an update computes; where it lives is
     not one of them, so a run moved or renamed resumes from its new place (`--out-dir`,
-    `--run-name`)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    `--run-name`). `argv` is the command line without the program (the commands in `cli/` read `sys.argv`)."""
+    argv = list(argv)
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--preset", default="dr")
     pre.add_argument("--resume", action="store_true")
@@ -102,9 +102,9 @@ def parse_config(argv: list[str] | None = None) -> TrainConfig:
     return cfg
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Train a JAX-environment run from the command line (`minimax.cli.train` picks this path)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+def main(argv: list[str]) -> None:
+    """Train a JAX-environment run from the command line `argv` (`minimax.cli.train` picks this path)."""
+    argv = list(argv)
     try:
         join_hosts(argv)
         cfg = parse_config(argv)

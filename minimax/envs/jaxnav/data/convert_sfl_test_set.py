@@ -12,8 +12,8 @@ lambda of 0.5, so the observation's last feature is what the student saw in trai
 
 from __future__ import annotations
 
+import argparse
 import pickle
-import sys
 
 import numpy as np
 
@@ -45,4 +45,8 @@ def convert(src: str, dst: str) -> None:
 
 
 if __name__ == "__main__":
-    convert(sys.argv[1], sys.argv[2])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("src", help="SFL's pickled test set")
+    parser.add_argument("dst", help="the .npz to write")
+    args = parser.parse_args()
+    convert(args.src, args.dst)
