@@ -8,6 +8,7 @@ Both take the same option names for the same ideas (`docs/host_envs.md`).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import importlib.util
 import sys
@@ -17,19 +18,46 @@ HOST_ENV_PREFIXES = ("procgen-", "gym-")
 """`--env` names of environments stepped on the host."""
 
 
-def is_host_env_run(argv: list[str]) -> bool:
+@dataclasses.dataclass(frozen=True)
+class Routing:
+    """What `train.py` must know before a config parser sees the command line, read in one pass
+    (`route`): which path the run takes and whether it joins other hosts first."""
+
+    host: bool
     """`--env procgen-<game>` / `gym-<id>` (or `--resume` of such a run): the host-environment loop."""
-    pre = argparse.ArgumentParser(add_help=False)
-    for name in ("env", "out-dir", "run-name"):
+    coordinator_address: str = ""
+    num_processes: int = 0
+    process_id: int = -1
+
+
+def route(argv: list[str]) -> Routing:
+    """The command line's routing flags (`Routing`), the one parse before the chosen path's config parser."""
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    for name in ("env", "out-dir", "run-name", "coordinator-address", "num-processes", "process-id"):
         pre.add_argument(f"--{name}")
     known, _ = pre.parse_known_args(argv)
+    host = False
     if known.env is not None:
-        return known.env.startswith(HOST_ENV_PREFIXES)
-    if known.run_name is not None:
+        host = known.env.startswith(HOST_ENV_PREFIXES)
+    elif known.run_name is not None:
         from minimax.host.config import is_host_config  # noqa: PLC0415
 
-        return is_host_config(Path(known.out_dir or "runs") / known.run_name / "config.json")
-    return False
+        host = is_host_config(Path(known.out_dir or "runs") / known.run_name / "config.json")
+    return Routing(host, known.coordinator_address or "", _integer(known.num_processes, 0),
+                   _integer(known.process_id, -1))
+
+
+def _integer(text: str | None, default: int) -> int:
+    """A routing number, or `default` where absent or not a number (the config parser then names the flag)."""
+    try:
+        return int(text) if text is not None else default
+    except ValueError:
+        return default
+
+
+def is_host_env_run(argv: list[str]) -> bool:
+    """Whether `argv` trains on a host environment (`route(argv).host`)."""
+    return route(argv).host
 
 
 def load_plugins(argv: list[str]) -> list[str]:
@@ -74,14 +102,15 @@ def main(argv: list[str] | None = None) -> None:
         print(version_text())
         return None
     argv = load_plugins(argv)
-    if is_host_env_run(argv):
+    routing = route(argv)
+    if routing.host:
         from minimax.host.loop import main as host_main  # noqa: PLC0415  (procgen loads only when asked for)
 
         return host_main(argv)
-    from minimax.training.devices import DeviceError, join_hosts  # noqa: PLC0415
+    from minimax.training.devices import DeviceError, initialize_distributed  # noqa: PLC0415
 
-    try:
-        join_hosts(argv)  # multi-host runs: before anything starts JAX's backend
+    try:  # multi-host runs join before anything starts JAX's backend (building a config's presets does)
+        initialize_distributed(routing.coordinator_address, routing.num_processes, routing.process_id)
     except DeviceError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None

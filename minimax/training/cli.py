@@ -19,7 +19,7 @@ from minimax.core.options import flag
 from minimax.config.method_options import unused_options
 from minimax.envs.registry import env_names
 from minimax.runners import method_names
-from minimax.training.devices import DeviceError, join_hosts
+from minimax.training.devices import DeviceError
 from minimax.config import PRESETS
 from minimax.training.stop_signals import RunStopped
 from minimax.training.loop import RESUME_OVERRIDABLE, RunError, train
@@ -106,7 +106,6 @@ def main(argv: list[str]) -> None:
     """Train a JAX-environment run from the command line `argv` (`minimax.cli.train` picks this path)."""
     argv = list(argv)
     try:
-        join_hosts(argv)
         cfg = parse_config(argv)
         train(cfg)
     except RunStopped as e:

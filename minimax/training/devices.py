@@ -50,20 +50,6 @@ def initialize_distributed(coordinator_address: str = "", num_processes: int = 0
     return True
 
 
-def join_hosts(argv: list[str]) -> bool:
-    """Multi-host from the command line: `jax.distributed.initialize` must run before JAX
-    touches a device (importing `minimax.config.tree` already does, building its presets), so the
-    entry points read the coordinator flags and join the hosts first."""
-    import argparse  # noqa: PLC0415
-
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--coordinator-address", default="")
-    pre.add_argument("--num-processes", type=int, default=0)
-    pre.add_argument("--process-id", type=int, default=-1)
-    known, _ = pre.parse_known_args(argv)
-    return initialize_distributed(known.coordinator_address, known.num_processes, known.process_id)
-
-
 @dataclass(frozen=True)
 class DeviceLayout:
     """`seeds` trained on a `(seed_devices, data_devices)` mesh (`mesh` None: one device)."""
