@@ -295,3 +295,37 @@ def test_a_run_saved_with_the_old_names_and_directory_name_resumes(tmp_path, cap
     options = {k: v for k, v in saved.items() if k != "versions"}  # a record of the versions, not an option
     assert HostTrainConfig.load(run / "config.json").to_dict() == {
         **options, "num_updates": 2, "budget": "env_steps", "resume": True}
+
+
+def test_sigterm_stops_a_host_run_at_a_checkpoint_its_directory_locked_and_resume_finishes_it(tmp_path, capsys):
+    """The host loop shares the compiled path's run directory, lock and stop signals: SIGTERM finishes the update in
+    flight, checkpoints it and exits 143 naming the resume command; while it runs, a second process is refused the
+    directory; `--resume` then continues from the checkpoint with every update logged once."""
+    import signal  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    argv = ["--env", "gym-CartPole-v1", "--num-envs", "4", "--num-steps", "16", "--hidden", "8", "--train-levels",
+            "5", "--eval-every", "0", "--final-eval-episodes", "1", "--n-minibatches", "2", "--no-progress",
+            "--out-dir", str(tmp_path), "--run-name", "cut", "--log-every", "1", "--checkpoint-every", "1000"]
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).parents[1] / "train.py"), *argv,
+                             "--num-updates", "100000"], stderr=subprocess.PIPE, text=True)
+    log, deadline = tmp_path / "cut" / "metrics.jsonl", time.monotonic() + 600
+    try:
+        while not (log.exists() and len(log.read_text().splitlines()) >= 2):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()[-2000:]
+            time.sleep(0.2)
+        with pytest.raises(SystemExit) as refused:
+            train_main(argv + ["--resume", "--num-updates", "100000"])
+        assert refused.value.code == 2 and "is in use by process" in capsys.readouterr().err
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=600)
+    finally:
+        proc.kill()
+    assert proc.returncode == 143, err[-2000:]
+    stopped = _rows(tmp_path / "cut")[-1]["update"]
+    assert f"stopped by SIGTERM after update {stopped} (checkpointed)" in err and "--resume" in err
+    assert (tmp_path / "cut" / "host_state" / f"{stopped}.npz").exists()
+    train_main(argv + ["--resume", "--num-updates", str(stopped + 2)])
+    assert [r["update"] for r in _rows(tmp_path / "cut")] == list(range(1, stopped + 3))

@@ -23,7 +23,7 @@ continues exactly.
 
 from __future__ import annotations
 
-import shutil
+import signal
 import sys
 import time
 from collections import deque
@@ -43,7 +43,10 @@ from minimax.host.learner import HostLearner, host_model
 from minimax.core.options import ConfigError
 from minimax.core.units import LABEL
 from minimax.training.progress import Progress
+from minimax.training.run_dirs import RunError, missing_dirs, prepare_run_dir, remove_unkept
+from minimax.training.run_lock import RunLock
 from minimax.training.run_logs import RunLogger
+from minimax.training.stop_signals import RunStopped, StopSignals
 
 COLUMNS = ["update", "env_steps", "gradient_updates", "trained", "seconds", "sps", "train_return", "episodes",
            "policy_loss", "value_loss", "entropy", "approx_kl", "explained_variance", "sampler/seen_fraction",
@@ -55,10 +58,6 @@ COLUMNS = ["update", "env_steps", "gradient_updates", "trained", "seconds", "sps
 
 EXIT_RERUN = 3
 """Exit status of a run stopped by `--time-limit` (checkpointed): rerun it with `--resume` to continue."""
-
-
-class RunError(RuntimeError):
-    """The run cannot start (an existing run, a missing checkpoint)."""
 
 
 class TimeLimitReached(Exception):
@@ -227,27 +226,14 @@ def _evaluate(run: HostRun, eval_env, episodes: int, update: int) -> dict:
     return return_summary(cfg.env, cfg.distribution_mode, test, train)
 
 
-def _prepare_run_dir(cfg: HostTrainConfig) -> bool:
-    """Make the run directory (or check it, to resume); whether this call made it."""
-    run_dir = cfg.run_dir
-    if cfg.resume:
-        return False
-    if run_dir.exists() and any(run_dir.iterdir()):
-        if not cfg.overwrite:
-            raise RunError(f"run directory {run_dir} exists: --resume to continue it, --overwrite to start afresh, "
-                           "or another --run-name")
-        shutil.rmtree(run_dir)
-    made = not run_dir.exists()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return made
-
-
-def _start(cfg: HostTrainConfig):
-    """The run, its checkpoints, logger and evaluation env, restored where `--resume`. A start that fails
-    removes the run directory it made (an existing run's is left as it was)."""
-    made = _prepare_run_dir(cfg)
+def _start(cfg: HostTrainConfig, lock: RunLock):
+    """The run, its checkpoints, logger and evaluation env, restored where `--resume`, in its run directory
+    (`training/run_dirs.py`, as the compiled path's: checked, created or emptied, locked by `lock`). A start that
+    fails removes the directories it made (an existing run's is left as it was)."""
+    created = [] if cfg.resume else missing_dirs(cfg.run_dir)
     run = eval_env = None
     try:
+        prepare_run_dir(cfg, lock)
         run = HostRun(cfg)
         checkpoints = HostCheckpoints(cfg.run_dir)
         if cfg.resume:
@@ -258,8 +244,8 @@ def _start(cfg: HostTrainConfig):
         for thing in (eval_env, run):
             if thing is not None:
                 thing.close()
-        if made:
-            shutil.rmtree(cfg.run_dir, ignore_errors=True)
+        lock.release()
+        remove_unkept(created)
         raise
     if cfg.resume:
         logger.truncate_after(run.update_count)
@@ -276,9 +262,25 @@ def _warn_robust_horizon(run: HostRun) -> None:
 
 
 def train(cfg: HostTrainConfig) -> Path:
-    """Run (or resume) a host-environment training run; returns its directory."""
+    """Run (or resume) a host-environment training run; returns its directory. The run directory is locked for
+    the whole run; SIGTERM / SIGINT stop it after the update in flight, with a checkpoint, by raising
+    `RunStopped` (`training/stop_signals.py`, as the compiled path's)."""
     cfg.validate()
-    run, checkpoints, logger, eval_env = _start(cfg)
+    lock = RunLock(cfg.run_dir)  # taken by `_start` once the directory is checked (`prepare_run_dir`)
+    with StopSignals() as stop:
+        run, checkpoints, logger, eval_env = _start(cfg, lock)
+        try:
+            _loop(cfg, run, checkpoints, logger, eval_env, stop)
+        finally:
+            logger.close()
+            eval_env.close()
+            run.close()
+            lock.release()
+    return cfg.run_dir
+
+
+def _loop(cfg: HostTrainConfig, run: HostRun, checkpoints, logger, eval_env, stop: StopSignals) -> None:
+    """Updates until the budget is spent (or `--time-limit`, or a stop signal): logs, evaluations, checkpoints."""
     _warn_robust_horizon(run)
     total, started, per = cfg.num_updates, time.perf_counter(), cfg.env_steps_per_update
     progress = Progress(total, run.units_done, run.update_count * per, enabled=cfg.progress, unit=LABEL[cfg.budget])
@@ -292,20 +294,20 @@ def train(cfg: HostTrainConfig) -> Path:
             if last:
                 final = _evaluate(run, eval_env, cfg.final_eval_episodes, u)
                 row.update({f"final_{k}": v for k, v in final.items()})
-            if u % cfg.log_every == 0 or last:
+            if u % cfg.log_every == 0 or last or stop.requested:
                 logger.log({"update": u, "env_steps": env_steps, **row})
             out_of_time = cfg.time_limit > 0 and time.perf_counter() - started >= cfg.time_limit and not last
-            if u % cfg.checkpoint_every == 0 or last or out_of_time:
+            if u % cfg.checkpoint_every == 0 or last or out_of_time or stop.requested:
                 checkpoints.save(run)
             progress.advance(run.units_done, env_steps, row["sps"], row["train_return"])
+            if stop.requested and not last:
+                raise RunStopped(f"stopped by {signal.Signals(stop.requested).name} after update {u} (checkpointed); "
+                                 f"continue with: python train.py --resume --out-dir {cfg.out_dir} --run-name "
+                                 f"{cfg.run_dir.name}", u, stop.requested)
             if out_of_time:
                 raise TimeLimitReached(u, time.perf_counter() - started)
     finally:
         progress.close()
-        logger.close()
-        eval_env.close()
-        run.close()
-    return cfg.run_dir
 
 
 def main(argv: list[str]) -> None:
@@ -315,6 +317,9 @@ def main(argv: list[str]) -> None:
     except TimeLimitReached as e:
         print(str(e), file=sys.stderr)
         raise SystemExit(EXIT_RERUN) from None
+    except RunStopped as e:
+        print(e, file=sys.stderr)
+        raise SystemExit(e.exit_status) from None
     except (ConfigError, RunError, CheckpointError, ModuleNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -21,7 +21,8 @@ class RunError(RuntimeError):
 
 def prepare_run_dir(cfg: TrainConfig, lock: RunLock) -> Path:
     """The run directory, locked (`lock`) for this process: checked (--resume), created or
-    emptied (--overwrite), with the config saved. File-system faults are `RunError`s naming the path."""
+    emptied (--overwrite), with the config saved. File-system faults are `RunError`s naming the path.
+    `cfg` is any run's config with `run_dir`, `resume`, `overwrite` and `save(path)` (a host run's too)."""
     run_dir = cfg.run_dir
     try:
         if cfg.resume:
