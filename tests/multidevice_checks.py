@@ -146,7 +146,12 @@ def main(out_dir):
     # 4. Bad layouts fail at once, naming what to change.
     out["errors"] = {}
     for name, overrides in (("batch", dict(num_envs=6, n_minibatches=1, devices=4)), ("too_many", dict(devices=8)),
-                            ("buffer", dict(method="robust_plr", buffer_size=10, min_fill_ratio=0.5, devices=4))):
+                            ("buffer", dict(method="robust_plr", buffer_size=10, min_fill_ratio=0.5, devices=4)),
+                            ("sfl_batch", dict(method="sfl", sfl_batches=3, sfl_batch_levels=6, sfl_rollout_steps=64,
+                                               sfl_episodes=3, sfl_set_size=8, sfl_refresh_every=2, sfl_chunk_steps=8,
+                                               devices=4)),
+                            ("ncc_buffer", dict(method="ncc", ncc_buffer_size=6, ncc_attempts=2, ncc_attempt_steps=32,
+                                                devices=4))):
         try:
             device_layout(TrainConfig.from_options(**{**TINY, **overrides}))
             out["errors"][name] = None

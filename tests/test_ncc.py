@@ -12,7 +12,6 @@ import pytest
 
 from minimax.agents.ti_ada import ti_ada
 from minimax.config import ConfigError, TrainConfig
-from minimax.core.parallel import Shard
 from minimax.curricula import ncc
 from minimax.runners.ncc import play_attempts
 from minimax.runners.rollout import count_outcomes
@@ -238,7 +237,3 @@ def test_options_ncc_never_reads_are_refused(capsys):
     assert exit_info.value.code == 2 and "--buffer-size" in capsys.readouterr().err
 
 
-def test_the_buffer_must_split_over_devices():
-    cfg = TrainConfig.from_options(**{**NCC_TINY, "ncc_buffer_size": 15})
-    with pytest.raises(ValueError, match=r"--ncc-buffer-size \(15\) must be divisible by the device count \(2\)"):
-        build_runner(cfg, Shard("data", 2))

@@ -209,6 +209,9 @@ def test_bad_device_layouts_say_what_to_change(checks):
     assert "--num-envs (6) must be divisible by the 4 devices" in errors["batch"]
     assert "--devices 8: only 4 device(s) available" in errors["too_many"]
     assert "--buffer-size (10) must be divisible by the 4 devices" in errors["buffer"]
+    # Each method's own splits, checked once, at config time (no runner repeats them).
+    assert "--sfl-batch-levels (6) must be divisible by the 4 devices" in errors["sfl_batch"]
+    assert "--ncc-buffer-size (6) must be divisible by the 4 devices" in errors["ncc_buffer"]
 
 
 def test_two_processes_over_loopback_agree_with_one_process(checks):

@@ -10,7 +10,6 @@ import pytest
 from minimax.training.builder import build_runner
 from minimax.config import ConfigError, TrainConfig
 from minimax.curricula.learnable_set import empty_set, learnability, merge_top
-from minimax.core.parallel import Shard
 from minimax.training.run_logs import read_rows
 from minimax.runners.rollout import outcome_start, outcome_step
 from minimax.training.loop import train
@@ -171,7 +170,3 @@ def test_bad_sfl_options_fail_naming_the_flag(options, message):
         TrainConfig.from_options(**{**SFL_TINY, **options})
 
 
-def test_the_sampled_batch_must_split_over_devices():
-    cfg = TrainConfig.from_options(**{**SFL_TINY, "sfl_batch_levels": 15})
-    with pytest.raises(ValueError, match=r"--sfl-batch-levels \(15\) must be divisible by the device count \(2\)"):
-        build_runner(cfg, Shard("data", 2))

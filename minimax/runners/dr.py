@@ -49,8 +49,6 @@ class DRRunner:
 
     def __init__(self, env, env_params, generator, model, ppo: PPOConfig, num_envs: int, num_steps: int,
                  shard: Shard = NO_SHARD, restart_each_update: bool = False, level_facts: Callable | None = None):
-        if num_envs % shard.size:
-            raise ValueError(f"num_envs ({num_envs}) must be divisible by the device count ({shard.size})")
         self.env, self.env_params, self.model, self.ppo, self.shard = env, env_params, model, ppo, shard
         self.num_envs, self.num_steps = int(num_envs), int(num_steps)
         self.local_envs = self.num_envs // shard.size

@@ -162,18 +162,12 @@ class NCCRunner:
     def __init__(self, env, env_params, generator: Callable, model, ppo: PPOConfig, num_envs: int, num_steps: int,
                  ncc_cfg: NCCConfig, level_metrics: Callable | None = None, level_facts: Callable | None = None,
                  shard: Shard = NO_SHARD):
-        d = shard.size
         self.cfg = ncc_cfg
         self.new_levels = ncc_cfg.new_levels(num_envs)
-        for flag, value in (("--num-envs", num_envs), ("--ncc-buffer-size", ncc_cfg.ncc_buffer_size),
-                            ("--ncc-new-levels (or --num-envs)", self.new_levels)):
-            if value % d:
-                raise ValueError(f"{flag} ({value}) must be divisible by the device count ({d})")
-        if ncc_cfg.ncc_score == "oracle_regret" and level_facts is None:
-            raise ValueError("--ncc-score oracle_regret needs an environment that knows each level's optimal return")
         self.env, self.env_params, self.generator, self.model, self.ppo = env, env_params, generator, model, ppo
         self.num_envs, self.num_steps, self.shard = int(num_envs), int(num_steps), shard
         self.level_metrics, self.level_facts = level_metrics, level_facts
+        d = shard.size  # the sizes split over devices are checked at config time (the method's device_splits)
         self.local_envs = self.num_envs // d
 
     @property

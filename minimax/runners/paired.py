@@ -203,12 +203,6 @@ class PAIREDRunner:
                  teacher_ppo: PPOConfig, num_envs: int, num_steps: int, n_students: int = 2,
                  score: str = "relative_regret", level_metrics: Callable | None = None, shard: Shard = NO_SHARD,
                  level_facts: Callable | None = None):
-        problem = population_problem(score, n_students) if score in TEACHER_SCORES else \
-            f"unknown teacher score {score!r}; choose from {', '.join(TEACHER_SCORES)}"
-        if problem:
-            raise ValueError(problem)
-        if num_envs % shard.size:
-            raise ValueError(f"num_envs ({num_envs}) must be divisible by the device count ({shard.size})")
         if (teacher_params.height, teacher_params.width) != (env_params.height, env_params.width):
             raise ValueError(f"the teacher designs {teacher_params.height}x{teacher_params.width} mazes, the "
                              f"students play {env_params.height}x{env_params.width}")

@@ -118,18 +118,10 @@ class SFLRunner:
     def __init__(self, env, env_params, generator: Callable, model, ppo: PPOConfig, num_envs: int, num_steps: int,
                  sfl: SFLConfig, level_metrics: Callable | None = None, level_facts: Callable | None = None,
                  shard: Shard = NO_SHARD):
-        problems = list(sfl.problems(num_envs))
-        if problems:
-            raise ValueError("; ".join(problems))
-        d = shard.size
-        if num_envs % d:
-            raise ValueError(f"num_envs ({num_envs}) must be divisible by the device count ({d})")
-        if sfl.sfl_batch_levels % d:
-            raise ValueError(f"--sfl-batch-levels ({sfl.sfl_batch_levels}) must be divisible by the device count "
-                             f"({d}): each device plays its share of every sampled batch")
         self.env, self.env_params, self.generator, self.model, self.ppo = env, env_params, generator, model, ppo
         self.num_envs, self.num_steps, self.sfl, self.shard = int(num_envs), int(num_steps), sfl, shard
         self.level_metrics, self.level_facts = level_metrics, level_facts
+        d = shard.size  # the sizes split over devices are checked at config time (the method's device_splits)
         self.local_envs = self.num_envs // d
         self.set_envs = sfl.set_envs(self.num_envs)
         self.fresh_envs = self.num_envs - self.set_envs
