@@ -28,7 +28,8 @@ from gpu_suite import TINY, parse_set, sizes  # noqa: E402
 from train_throughput import warm_buffer  # noqa: E402
 from minimax.agents.ppo import ppo_update  # noqa: E402
 from minimax.config import PRESETS  # noqa: E402
-from minimax.runners.rollout import ppo_batch  # noqa: E402
+from minimax.curricula.level_buffer import locate  # noqa: E402
+from minimax.runners import plr_parts as pieces  # noqa: E402
 from minimax.training.builder import build_runner, device_layout  # noqa: E402
 from minimax.training.devices import distribute_init  # noqa: E402
 from minimax.training.loop import seed_keys  # noqa: E402
@@ -39,32 +40,29 @@ def parts(r) -> dict:
     n = r.n
 
     def levels(s):
-        return r.new_levels(s.key, s.training_set, n)[1]
+        return pieces.new_levels(r, s.key, s.training_set, n)[1]
 
-    def rollout(s):
-        return r.rollout(s.key, s.train_state.params, levels(s))
+    def played(s):
+        return pieces.play(r, s.key, s.train_state.params, s.buffer, levels(s))
 
     def scored(s):
-        ro = rollout(s)
-        return r.score(ro, ppo_batch(ro, r.ppo).advantages, jnp.full((n,), -jnp.inf))
+        return pieces.score(r, played(s), s.buffer, s.train_state.params)
 
     def offered(s):
-        scores, best, valid = scored(s)
-        return r._offer(s.buffer, levels(s), jnp.full((n,), -1, jnp.int32), scores, best, valid)
+        return pieces.score_and_offer(r, s.buffer, played(s), s.train_state.params, True)[0]
 
     out = {"cycle of new levels (unit)": lambda s: r.cycle(s, False),
            "replay cycle (unit)": lambda s: r.cycle(s, True),
            "step, traced branch": r.step,
            "new levels": levels,
-           "+ rollout": rollout,
-           "+ GAE and scores": scored,
+           "+ find in the buffer, rollout, GAE": played,
+           "+ scores": scored,
            "+ offer to the buffer": offered,
-           "find levels in the buffer": lambda s: r._locate(s.buffer, levels(s)),
-           "rollout + PPO update": lambda s: ppo_update(s.key, s.train_state, ppo_batch(rollout(s), r.ppo), r.ppo,
-                                                        r.shard),
-           "buffer statistics": lambda s: r._buffer_stats(s.buffer)}
+           "find levels in the buffer": lambda s: locate(s.buffer, levels(s), r.buffer_cfg, r.level_identity),
+           "rollout + PPO update": lambda s: ppo_update(s.key, s.train_state, played(s).batch, r.ppo, r.shard),
+           "buffer statistics": lambda s: pieces._buffer_stats(r, s.buffer)}
     if r.mutates:
-        out["mutate"] = lambda s: r.mutate(s.key, levels(s), jnp.zeros((n,)), jnp.zeros((n,), jnp.int32))
+        out["mutate"] = lambda s: pieces.mutate(r, s.key, levels(s), jnp.zeros((n,)), jnp.zeros((n,), jnp.int32))
     return out
 
 
