@@ -23,6 +23,7 @@ from minimax.runners.sfl import SFLConfig, SFLRunner, SFLState
 from minimax.runners.ncc import NCCConfig, NCCRunner, NCCState
 from minimax.runners.base import Runner
 from minimax.runners.plr_family import CurriculumConfig, PLRFamilyRunner, PLRState
+from minimax.runners.plr_parts import CoinReplayRunner
 from minimax.runners.plr_method import MUTATION_READS, PLR_READS, REPLAY_PROB, plr_builder, plr_method
 from minimax.runners.registry import BuildParts, Method, get_method, method_names, register_method
 
@@ -46,7 +47,7 @@ class _Runners(Mapping):
 RUNNERS: Mapping[str, type] = _Runners()
 """Every method's runner class, by `--method` name (kept for scripts; the registry is `get_method`)."""
 
-__all__ = ["ACCELRunner", "BuildParts", "CurriculumConfig", "DRRunner", "DRState", "MUTATION_READS", "Method", "NCCConfig", "NCCRunner", "NCCState",
+__all__ = ["ACCELRunner", "BuildParts", "CoinReplayRunner", "CurriculumConfig", "DRRunner", "DRState", "MUTATION_READS", "Method", "NCCConfig", "NCCRunner", "NCCState",
            "PAIREDRunner", "PAIREDState", "PLRFamilyRunner", "PLRRunner", "PLRState", "PLR_READS", "REPLAY_PROB",
            "ParallelACCELRunner", "ParallelPLRRunner", "RUNNERS", "RobustPLRRunner", "Runner", "SFLConfig",
            "SFLRunner", "SFLState", "TeacherConfig", "get_method", "method_names", "plr_builder", "plr_method",
