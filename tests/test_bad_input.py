@@ -79,3 +79,13 @@ def test_an_empty_grid_file_is_refused_instead_of_starting_a_default_run(tmp_pat
 def test_an_option_without_values_is_refused_instead_of_running_nothing(tmp_path, capsys):
     assert "option 'lr' has no values" in _sweep_error(tmp_path, capsys, {"lr": [], "seed": [0, 1]})
     assert "argument 'lr' has no values" in _sweep_error(tmp_path, capsys, {"args": {"lr": []}})
+
+
+@pytest.mark.parametrize("flag", ["--num-processes", "--process-id"])
+def test_a_multi_host_flag_that_is_not_a_number_is_one_line_naming_it(flag, capsys):
+    from minimax.cli.train import main  # noqa: PLC0415
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--coordinator-address", "127.0.0.1:1234", flag, "two"])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == f"error: {flag} takes an integer, got 'two'\n"

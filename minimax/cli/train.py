@@ -14,6 +14,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from minimax.core.options import ConfigError
+
 HOST_ENV_PREFIXES = ("procgen-", "gym-")
 """`--env` names of environments stepped on the host."""
 
@@ -43,16 +45,16 @@ def route(argv: list[str]) -> Routing:
         from minimax.host.config import is_host_config  # noqa: PLC0415
 
         host = is_host_config(Path(known.out_dir or "runs") / known.run_name / "config.json")
-    return Routing(host, known.coordinator_address or "", _integer(known.num_processes, 0),
-                   _integer(known.process_id, -1))
+    return Routing(host, known.coordinator_address or "", _integer("--num-processes", known.num_processes, 0),
+                   _integer("--process-id", known.process_id, -1))
 
 
-def _integer(text: str | None, default: int) -> int:
-    """A routing number, or `default` where absent or not a number (the config parser then names the flag)."""
+def _integer(flag: str, text: str | None, default: int) -> int:
+    """A routing number (`default` where absent); one that is not a number is a `ConfigError` naming the flag."""
     try:
         return int(text) if text is not None else default
     except ValueError:
-        return default
+        raise ConfigError(f"{flag} takes an integer, got {text!r}") from None
 
 
 def is_host_env_run(argv: list[str]) -> bool:
@@ -102,7 +104,11 @@ def main(argv: list[str] | None = None) -> None:
         print(version_text())
         return None
     argv = load_plugins(argv)
-    routing = route(argv)
+    try:
+        routing = route(argv)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
     if routing.host:
         from minimax.host.loop import main as host_main  # noqa: PLC0415  (procgen loads only when asked for)
 

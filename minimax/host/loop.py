@@ -247,9 +247,9 @@ def _start(cfg: HostTrainConfig, lock: RunLock):
         lock.release()
         remove_unkept(created)
         raise
-    if cfg.resume:
+    if cfg.resume:  # a fresh run's config was saved by `prepare_run_dir`; a resumed one's may extend the run
         logger.truncate_after(run.update_count)
-    cfg.save(cfg.run_dir / "config.json")
+        cfg.save(cfg.run_dir / "config.json")
     return run, checkpoints, logger, eval_env
 
 
