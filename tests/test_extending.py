@@ -104,7 +104,7 @@ def test_plugin_flag_imports_a_users_module_before_parsing(tmp_path, capsys):
     argv = load_plugins(["--plugin", str(plugin), "--method", "their_plr", "--replay-prob", "0.7"])
     assert argv == ["--method", "their_plr", "--replay-prob", "0.7"]
     cfg = parse_config(argv)
-    assert cfg.method == "their_plr" and cfg.curriculum.replay_prob == 0.7
+    assert cfg.method == "their_plr" and cfg.replay.replay_prob == 0.7
     with pytest.raises(SystemExit) as stop:
         load_plugins(["--plugin", str(tmp_path / "missing.py")])
     assert stop.value.code == 2 and "--plugin" in capsys.readouterr().err

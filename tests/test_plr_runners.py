@@ -243,7 +243,7 @@ def test_parallel_accel_lays_out_new_replay_and_mutated_levels():
     for i in range(n):  # batch selection: env i's child comes from env i's replayed level
         edits = int((children.wall_map[i] != replayed.wall_map[i]).sum()) + int(
             np.any(children.goal_pos[i] != replayed.goal_pos[i]))
-        assert edits <= cfg.curriculum.n_mutations
+        assert edits <= cfg.mutation.n_mutations
         np.testing.assert_array_equal(children.agent_pos[i], replayed.agent_pos[i])
     # The clock counts the N replay draws only; the last drawn level is not stale at all.
     assert int(after.episode_count) == n
@@ -421,9 +421,9 @@ def test_a_finite_training_set_must_fit_in_the_buffer():
 def test_configs_saved_before_mutation_criteria_keep_their_selection():
     # (configs of that time were saved flat: one key per option)
     old = {k: v for k, v in small("accel").options().items() if k != "mutation_criterion"}
-    assert TrainConfig.from_dict({**old, "mutation_subsample": 4}).curriculum.mutation_criterion == "hard"
+    assert TrainConfig.from_dict({**old, "mutation_subsample": 4}).mutation.mutation_criterion == "hard"
     legacy_all = TrainConfig.from_dict({**old, "mutation_subsample": 0})
-    assert legacy_all.curriculum.mutation_criterion == "batch"
+    assert legacy_all.mutation.mutation_criterion == "batch"
 
 
 def test_a_finite_training_set_plays_unseen_seeds_first_and_loses_none():

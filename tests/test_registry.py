@@ -8,6 +8,7 @@ import pytest
 
 from minimax.training.builder import build_runner, env_spec, eval_levels
 from minimax.config import ConfigError, TrainConfig
+from minimax.envs.maze.options import MazeOptions
 from minimax.envs.maze.spec import MAZE
 from minimax.envs.registry import env_names, get_env, register
 
@@ -48,7 +49,7 @@ TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, n_acti
 # The maze under another name, without the parts a method may need: the methods that need a
 # missing part are refused by the config, naming the flag, before anything is built.
 register("maze_bare", lambda: dataclasses.replace(MAZE, name="maze_bare", mutators={}, teacher=None,
-                                                  render_levels=None))
+                                                  render_levels=None), options=MazeOptions)
 
 
 def test_methods_an_environment_cannot_serve_are_refused():

@@ -39,11 +39,11 @@ def test_the_releases_maze_configs_load_as_its_runs(tmp_path, name):
     assert cfg.model.recurrent_cell == own["student_recurrent_arch"] and cfg.env.n_walls == own["maze_n_walls"]
     assert cfg.eval.eval_suite == "SixteenRooms,Labyrinth,StandardMaze" and cfg.eval.eval_every == 100
     if "plr_buffer_size" in own:
-        assert (cfg.buffer.capacity, cfg.curriculum.replay_prob, cfg.buffer.staleness_coef, cfg.buffer.temperature) \
+        assert (cfg.buffer.capacity, cfg.replay.replay_prob, cfg.buffer.staleness_coef, cfg.buffer.temperature) \
             == (own["plr_buffer_size"], own["plr_replay_prob"], own["plr_staleness_coef"], own["plr_temp"])
         assert cfg.curriculum.score_function == "maxmc" and cfg.buffer.score_transform == "rank"
     if "plr_n_mutations" in own:
-        assert cfg.curriculum.n_mutations == own["plr_n_mutations"] and cfg.env.mutator == "minimax"
+        assert cfg.mutation.n_mutations == own["plr_n_mutations"] and cfg.mutation.mutator == "minimax"
     if "teacher_entropy_coef" in own:
         assert (cfg.teacher.teacher_entropy_coef, cfg.teacher.teacher_conv_filters, cfg.teacher.teacher_score) == (
             own["teacher_entropy_coef"], own["teacher_n_conv_filters"], "relative_regret")

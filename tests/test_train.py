@@ -235,7 +235,7 @@ def test_every_option_is_one_flat_flag_with_help_and_a_home():
     assert "--total-gradient-steps" not in text  # derived by the builder, not an option
     assert "Level buffer capacity" in text and "Adam learning rate" in text  # the fields' docstrings
     cfg = TrainConfig.from_options(buffer_size=100, greedy_eps=0.2, lr=3e-4, n_walls=10, n_mutations=3)
-    assert (cfg.buffer.capacity, cfg.buffer.eps, cfg.ppo.lr, cfg.env.n_walls, cfg.curriculum.n_mutations) == (
+    assert (cfg.buffer.capacity, cfg.buffer.eps, cfg.ppo.lr, cfg.env.n_walls, cfg.mutation.n_mutations) == (
         100, 0.2, 3e-4, 10, 3)
     assert cfg.options()["buffer_size"] == 100 and set(cfg.options()) == set(OPTIONS)
     with pytest.raises(ConfigError, match="--greedy-eps must be in"):

@@ -15,7 +15,7 @@ from minimax.core.options import flag
 from minimax.core.units import BUDGETS
 from minimax.curricula.scores import SCORES
 from minimax.envs.registry import env_names, get_env
-from minimax.runners import get_method, method_names
+from minimax.core.methods import get_method, method_names
 
 METHODS: tuple[str, ...] = method_names()
 """The built-in methods (what the package registers on import); code asks the registry instead,
@@ -37,7 +37,7 @@ def problems(c):
                 yield f"--seeds lists a seed twice: {c.seeds!r}"
             if c.num_seeds != 1:
                 yield f"give --seeds or --num-seeds, not both (got --seeds {c.seeds!r} --num-seeds {c.num_seeds})"
-    for name, low in (("num_seeds", 1), ("devices", 0), ("buffer_png", 0), ("num_processes", 0)):
+    for name, low in (("num_seeds", 1), ("devices", 0), ("num_processes", 0)):
         v = getattr(c, name)
         if not (isinstance(v, int) and not isinstance(v, bool) and v >= low):
             yield f"{flag(name)} must be an int >= {low}, got {v!r}"
@@ -46,7 +46,7 @@ def problems(c):
         yield f"--method must be one of {', '.join(method_names())}, got {c.method!r}"
     if c.budget not in BUDGETS:
         yield f"--budget must be one of {', '.join(BUDGETS)}, got {c.budget!r}"
-    elif c.buffer_png and method is not None and not method.level_buffer:
+    elif c.curriculum.buffer_png and method is not None and not method.level_buffer:
         yield f"--buffer-png draws the PLR family's level buffer; --method {c.method} has none"
     for name in ("num_updates", "log_every", "keep_checkpoints", "num_envs", "num_steps"):
         v = getattr(c, name)
@@ -106,12 +106,12 @@ def _env_problems(c, spec, method):
             yield f"--eval-suite: {err}"
     if method is not None and method.mutates:
         try:
-            spec.make_mutator(c.env.mutator or next(iter(spec.mutators), ""), 1)
+            spec.make_mutator(c.mutation.mutator or next(iter(spec.mutators), ""), 1)
         except ValueError as err:
             yield f"{c.method}: {err}"
     if c.model.recurrent_cell not in spec.cores:
         yield f"--recurrent-cell {c.model.recurrent_cell}: the student of --env {env} takes {', '.join(spec.cores)}"
-    if c.buffer_png and spec.render_levels is None:
+    if c.curriculum.buffer_png and spec.render_levels is None:
         yield f"--buffer-png: --env {env} does not render levels"
     if method is not None and method.designs_levels and spec.teacher is None:
         yield f"--method {c.method} needs a teacher's design environment, and --env {env} has none"

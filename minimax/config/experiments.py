@@ -20,16 +20,17 @@ _UNSET = "<unset>"
 
 
 def experiment_options(options: dict) -> dict:
-    """`{option: value}` (flat names) without the bookkeeping ones and those its method never reads
-    (`method_options.unused_options`): what defines the experiment. The budget's unit is read as
+    """`{option: value}` (flat names) without the bookkeeping ones and those its method and environment
+    never read (`table.unused_options`): what defines the experiment. The budget's unit is read as
     what it means: a config saved before `--budget` counted cycles, and a cycle is an update for a
     method whose every cycle trains (its `Method.trains_every_cycle`; its runs then pool with today's)."""
     # The method registry, imported here: plots import this module before they need JAX.
-    from minimax.config.method_options import unused_options  # noqa: PLC0415
-    from minimax.runners import get_method, method_names  # noqa: PLC0415
+    from minimax.config.table import unused_options  # noqa: PLC0415
+    from minimax.core.methods import get_method, method_names  # noqa: PLC0415
 
     method = options.get("method")
-    unused = unused_options(method) if isinstance(method, str) else frozenset()
+    env = options.get("env", "maze")
+    unused = unused_options(method, env) if isinstance(method, str) else frozenset()
     out = {k: v for k, v in options.items() if k not in BOOKKEEPING_OPTIONS and k not in unused}
     budget = out.get("budget", "cycles")
     every_cycle_trains = method in method_names() and get_method(method).trains_every_cycle

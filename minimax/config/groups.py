@@ -18,51 +18,23 @@ from minimax.core.options import check
 
 @dataclasses.dataclass(frozen=True)
 class EnvConfig:
-    """The environment and its level generator."""
+    """The environment: the options every environment shares. The chosen environment's own options
+    (maze size, JaxNav's maps, ...) are the group it declared (`envs/registry.py: register`), and read
+    through this object too: `options.maze_height` (`with_own`)."""
 
     env_name: Annotated[str, tyro.conf.arg(name="env")] = "maze"
     """The UED environment (minimax.envs.registry): maze (AMaze), cartpole or pendulum (gymnax physics as levels),
     craftax (Craftax-Classic worlds; needs the craftax package), jaxnav (JaxNav maps; needs jaxmarl), kinetix
-    (Kinetix 2D physics scenes; needs the kinetix extra), or one
-    registered with minimax.register_env. Each reads its own options below. Stepped on the host with their own options (docs/host_envs.md;
-    `python train.py --env procgen-bigfish --help`): procgen-<game> (Procgen), gym-<id> (gymnasium)."""
-    maze_height: int = 13
-    """Maze interior height in cells."""
-    maze_width: int = 13
-    """Maze interior width in cells."""
+    (Kinetix 2D physics scenes; needs the kinetix extra), or one registered with minimax.register_env. Each
+    declares its own options (`python train.py --env jaxnav --help` lists them). Stepped on the host with their
+    own options (docs/host_envs.md; `python train.py --env procgen-bigfish --help`): procgen-<game> (Procgen),
+    gym-<id> (gymnasium)."""
     max_episode_steps: int = 0
     """Episode step budget on training levels; 0 = the environment's own (maze 250, cartpole 500, pendulum 200,
     craftax 10000, jaxnav 500, kinetix 256)."""
-    n_walls: int = 60
-    """Wall draws per generated level (with replacement); 0 generates empty levels (ACCEL)."""
-    n_actions: Literal[3, 7] = 7
-    """7 = MiniGrid's full action set (the literature's), 3 = left, right, forward."""
-    agent_view_size: int = 5
-    """Side of the egocentric view (odd)."""
-    normalize_obs: bool = True
-    """Divide observation images by 10."""
-    dr_restart_each_update: bool = False
-    """DR: start every env on a fresh level at each update, dropping the episodes in progress and keeping the
-    recurrent carry, as the minimax release's DR does (for side-by-side comparisons; default: episodes continue)."""
     train_level_file: str = ""
     """Train on the levels of this text file (evaluate.py's --levels format) instead of generated ones: DR
     draws uniformly among them, the PLR family uses them as its finite training set (as --train-levels)."""
-    mutator: str = ""
-    """ACCEL edit, one of the environment's mutators; empty = its first. maze: minimax (the default: nothing / flip
-    a wall / move the goal) or four_edit (add, remove wall, move agent, goal); cartpole, pendulum: perturb;
-    craftax: tiles; jaxnav: flip_goal (nothing / add a wall / move the goal, SFL's); kinetix: kinetix (the authors')."""
-    nav_fill: float = 0.6
-    """JaxNav: generated maps wall off a uniform number of interior cells below this fraction (SFL's 0.6)."""
-    nav_valid_path_check: bool = False
-    """JaxNav: generated goals lie in the start's connected free region (SFL's test sets; its training does not)."""
-    nav_actions: Literal["continuous", "discrete"] = "continuous"
-    """JaxNav: continuous (target speed and turn rate, a Gaussian policy; SFL's) or discrete (jaxmarl's 15 pairs)."""
-    kinetix_size: Literal["s", "m", "l"] = "s"
-    """Kinetix: the size class of the scenes (s: 5 polygons, 2 circles, 1 joint, 1 thruster; m; l); the held-out
-    suite of the same name is the default evaluation."""
-    kinetix_filter_steps: int = 0
-    """Kinetix: > 0 draws each new level from 2 sampled ones, avoiding one the no-op action solves within this many
-    steps (the authors' PLR and SFL filter, 64; their DR does not filter: 0)."""
 
     def __post_init__(self):
         check(self, self._rules)
@@ -70,20 +42,19 @@ class EnvConfig:
     def _rules(self, c):
         if self.env_name not in env_names():
             c.add(f"--env must be one of {', '.join(env_names())}, got {self.env_name!r}")
-        c.positive("maze_height", "maze_width")
-        c.non_negative("n_walls", "max_episode_steps", "kinetix_filter_steps")
-        if not 0.0 <= self.nav_fill < 1.0:
-            c.add(f"--nav-fill must be in [0, 1), got {self.nav_fill!r}")
-        if c.problems:
-            return
-        h, w = self.maze_height, self.maze_width
-        if h * w < 2:
-            c.add(f"a {h}x{w} maze (--maze-height x --maze-width) has no room for agent and goal")
-        elif self.n_walls > h * w - 2:
-            c.add(f"--n-walls must be <= {h * w - 2} for a {h}x{w} maze, got {self.n_walls}")
-        v = self.agent_view_size
-        if not isinstance(v, int) or v < 3 or v % 2 == 0:
-            c.add(f"--agent-view-size must be an odd int >= 3, got {v!r}")
+        c.non_negative("max_episode_steps")
+
+    def with_own(self, own) -> "EnvConfig":
+        """A copy that also answers for `own`, the environment's own options (`TrainConfig` sets it)."""
+        out = dataclasses.replace(self)
+        object.__setattr__(out, "_own", own)
+        return out
+
+    def __getattr__(self, name):
+        own = self.__dict__.get("_own")
+        if own is not None and not name.startswith("_") and name in own.__dataclass_fields__:
+            return getattr(own, name)
+        raise AttributeError(f"--env {self.__dict__.get('env_name')} has no option {name!r}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,7 +12,7 @@ step budgets.
 
 from __future__ import annotations
 
-from minimax.runners import get_method
+from minimax.core.methods import get_method
 
 _SHARED = dict(num_updates=30_000, num_envs=32, num_steps=256, n_epochs=5, n_minibatches=1, clip_eps=0.2,
                clip_value=True, max_grad_norm=0.5, adam_eps=1e-5, value_coef=0.5, gae_lambda=0.98, maze_height=13,

@@ -1,14 +1,15 @@
 """The training configuration: one typed tree, each option written once, and the method presets.
 
-`TrainConfig` holds the experiment's own options (seeds, run directory, logging, devices) and
-one group per component: `env`, `model`, `ppo` (`agents.ppo.PPOConfig`), `eval`, `buffer`
-(`curricula.level_buffer.BufferConfig`), `curriculum` (`runners.plr_family.CurriculumConfig`),
-`teacher` (`runners.paired.TeacherConfig`, the learned teacher of PAIRED and relatives), `sfl`
-(`runners.sfl.SFLConfig`, Sampling For Learnability's level sampling), `ncc` (`runners.ncc.NCCConfig`).
-A group is the single home of its options (field, default, docstring = `--help`, its own
-checks); `TrainConfig` adds the checks across groups (`config/checks.py`). Flags stay flat
-(`--lr`, `--buffer-size`), `config.json` is the tree, and flat `config.json` files of older runs
-still load.
+`TrainConfig` holds the run's own options (`run.py`: seeds, run directory, logging, devices), the
+groups every run reads (`env`, `model`, `ppo`, `eval`: `groups.py`, `agents.ppo.PPOConfig`) and the
+option groups that travel with the registered methods and environments (`groups`, each also an
+attribute: `cfg.buffer`, `cfg.curriculum`, `cfg.teacher`, `cfg.sfl`, `cfg.ncc`, `cfg.maze`, and a
+plugin's): a method declares them in its own module (`Method(options=...)`), an environment where it
+registers (`register(..., options=...)`), and `table.py` assembles them from the registries. This
+package imports nothing from `runners/`. A group is the single home of its options (field, default,
+docstring = `--help`, its own checks); `TrainConfig` adds the checks across groups (`checks.py`).
+Flags stay flat (`--lr`, `--buffer-size`), `config.json` is the tree, and `config.json` files of
+older runs (flat, or with options in the groups they used to live in) still load.
 
 The presets (the minimax report's Tables 5 and 6, SFL's and NCC's authors') live in `presets.py`; which
 configs are samples of one experiment, in `experiments.py`.
@@ -20,27 +21,20 @@ import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
 
 from minimax.agents.ppo import PPOConfig
-from minimax.core.units import Budget
-from minimax.curricula.level_buffer import BufferConfig
 from minimax.config.checks import (METHODS, MUTATION_METHODS, PLR_METHODS, TEACHER_METHODS,  # noqa: F401
                                    episode_limit, problems)
 from minimax.config.groups import EnvConfig, EvalConfig, ModelConfig
 from minimax.config.presets import PRESET_OPTIONS, preset_method
-from minimax.envs.registry import get_env
-from minimax.core.options import (ConfigError, flag_names, flatten, option_table, raise_problems, read_config_json,
-                             type_problems)
 from minimax.config.release import is_release_config, release_options
-from minimax.runners.paired import TeacherConfig
-from minimax.runners.plr_family import CurriculumConfig
-from minimax.runners.sfl import SFLConfig
-from minimax.runners.ncc import NCCConfig
+from minimax.config.run import RunOptions
+from minimax.config.table import (GROUPS, OPTION_TYPES, OPTIONS, OptionGroups, flat_config,  # noqa: F401
+                                  registered_groups, with_defaults)
 from minimax.core.files import write_atomically
+from minimax.core.options import ConfigError, flag_names, raise_problems, read_config_json, type_problems
 from minimax.core.versions import with_versions, without_versions
-
-PresetName = Literal[tuple(PRESET_OPTIONS)]  # type: ignore[valid-type]  (follows config/presets.py)
+from minimax.envs.registry import env_group, get_env
 
 
 def _group(cls):
@@ -48,70 +42,9 @@ def _group(cls):
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(RunOptions):
     """Train a student with an autocurriculum (domain randomisation, PLR, ACCEL, PAIRED, SFL, NCC) on a UED
     environment (AMaze by default)."""
-
-    # ---------------------------------------------------------------- run
-    preset: PresetName = "dr"
-    """Start from this method's published configuration; other options override single values."""
-    method: str = "dr"
-    """Autocurriculum, by registered name: dr (domain randomisation), plr, robust_plr, parallel_plr, accel,
-    parallel_accel, paired, pop_paired (population PAIRED), minimax_adversary, sfl (Sampling For Learnability),
-    ncc (a learned replay distribution), or one registered with minimax.runners.register_method."""
-    seed: int = 0
-    """Random seed: the same seed and config give the same run, number for number (on one backend)."""
-    seeds: str = ""
-    """Comma-separated seeds trained together in one vmapped program (e.g. 0,1,2,3); replaces --seed."""
-    num_seeds: int = 1
-    """Train seeds --seed, --seed + 1, ..., --seed + N - 1 together in one vmapped program."""
-    run_name: str = ""
-    """Directory name under --out-dir; empty means '<method>-seed<seed>' ('<method>-seeds0-1-2' for several)."""
-    out_dir: str = "runs"
-    """Where run directories (logs, config, checkpoints) are created."""
-    num_updates: int = 30_000
-    """Length of the run in units of --budget: PPO updates of the student by default, as the minimax release and the
-    report count them (robust PLR and ACCEL play as many rollout cycles without a gradient as they need in between;
-    the logs count cycles, env_steps and gradient_updates)."""
-    budget: Budget = "updates"
-    """What --num-updates, --log-every, --eval-every and --checkpoint-every count: updates (PPO updates of the
-    student), cycles (rollout cycles, with or without an update; runs saved before this option resume so), or
-    env_steps (batches of --num-envs x --num-steps env steps, one DR update's: methods compare at equal env steps).
-    Learning-rate annealing spans --num-updates PPO updates whatever the budget."""
-    num_envs: int = 32
-    """Parallel environments per rollout."""
-    num_steps: int = 256
-    """Steps per rollout (per env)."""
-    log_every: int = 10
-    """Updates per compiled chunk; one log row (JSONL and CSV) per chunk."""
-    checkpoint_every: int = 1000
-    """Save the whole run state every this many updates (a multiple of --log-every; 0 = only at the end)."""
-    keep_checkpoints: int = 3
-    """How many of the most recent checkpoints to keep."""
-    resume: bool = False
-    """Continue the run in <out-dir>/<run-name> from its latest checkpoint (its saved config is used)."""
-    overwrite: bool = False
-    """Delete an existing run directory of the same name instead of refusing to start."""
-    progress: bool = True
-    """Show a progress bar (updates, env steps, steps per second, ETA)."""
-    wandb: bool = False
-    """Also log to Weights & Biases (offline unless logged in; never logs environment variables)."""
-    wandb_project: str = "minimax"
-    """W&B project name (only with --wandb)."""
-    buffer_png: int = 0
-    """Save a PNG of the N highest-weighted buffer levels at every log step in <run>/buffer/ (PLR family; 0 = off)."""
-
-    # ---------------------------------------------------------------- scale
-    devices: int = 0
-    """Devices to shard the env batch over with shard_map (0 = every device: all local devices of every host)."""
-    global_buffer: bool = False
-    """PLR family on several devices: one level buffer shared by all devices, instead of one of capacity K/D each."""
-    coordinator_address: str = ""
-    """Multi-host: host:port of process 0 (or JAX_COORDINATOR_ADDRESS); empty = single host unless set there."""
-    num_processes: int = 0
-    """Multi-host: number of processes (or JAX_NUM_PROCESSES); 0 = from the environment."""
-    process_id: int = -1
-    """Multi-host: this process's index (or JAX_PROCESS_ID); -1 = from the environment."""
 
     env: EnvConfig = _group(EnvConfig)
     """The environment (--env) and its options: maze size, step budget, observations, level generator, mutator."""
@@ -121,19 +54,29 @@ class TrainConfig:
     """PPO (minimax.agents.ppo.PPOConfig)."""
     eval: EvalConfig = _group(EvalConfig)
     """Periodic evaluation on held-out levels."""
-    buffer: BufferConfig = _group(BufferConfig)
-    """The PLR family's level buffer (minimax.curricula.level_buffer.BufferConfig)."""
-    curriculum: CurriculumConfig = _group(CurriculumConfig)
-    """How the PLR family uses its buffer (minimax.runners.plr_family.CurriculumConfig)."""
-    teacher: TeacherConfig = _group(TeacherConfig)
-    """The learned teacher of paired, pop_paired and minimax_adversary (minimax.runners.paired.TeacherConfig)."""
-    sfl: SFLConfig = _group(SFLConfig)
-    """Sampling For Learnability's level sampling and training set (minimax.runners.sfl.SFLConfig)."""
-    ncc: NCCConfig = _group(NCCConfig)
-    """NCC's level buffer and learned replay distribution (minimax.runners.ncc.NCCConfig)."""
+    groups: OptionGroups = dataclasses.field(default_factory=OptionGroups)
+    """The option groups of the registered methods and environments, by group name (`config/table.py`),
+    each also an attribute: `cfg.buffer`, `cfg.curriculum`, `cfg.maze`. A group not given holds its
+    defaults; the chosen environment's own is also read through `cfg.env` (`cfg.env.maze_height`)."""
 
     def __post_init__(self):
+        groups = self.groups if isinstance(self.groups, OptionGroups) else OptionGroups(self.groups)
+        object.__setattr__(self, "groups", with_defaults(groups))
+        own = env_group(self.env.env_name)
+        object.__setattr__(self, "env", self.env.with_own(self.groups.get(own) if own else None))
         raise_problems(problems(self))
+
+    def __getattr__(self, name):
+        # Only reached for names that are not fields: the registered option groups.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        groups = self.__dict__.get("groups")
+        if groups is not None and name in groups:
+            return groups[name]
+        cls = registered_groups().get(name)
+        if cls is None:
+            raise AttributeError(f"TrainConfig has no option or option group {name!r}")
+        return cls()
 
     # ---------------------------------------------------------------- derived
     @property
@@ -183,7 +126,7 @@ class TrainConfig:
             return out
         out["max_episode_steps"] = spec.make_params(self.env).max_steps
         out["eval_suite"] = self.eval.eval_suite.strip() or spec.default_suite_for(self.env)
-        out["mutator"] = self.env.mutator or next(iter(spec.mutators), "")
+        out["mutator"] = self.mutation.mutator or next(iter(spec.mutators), "")
         return out
 
     def replace(self, **options) -> "TrainConfig":
@@ -195,7 +138,9 @@ class TrainConfig:
         parts = {g: dataclasses.replace(getattr(self, g), **{OPTIONS[n][1]: v for n, v in options.items()
                                                            if OPTIONS[n][0] == g})
                  for g in {OPTIONS[n][0] for n in options} - {None}}
-        return dataclasses.replace(self, **top, **parts)
+        core = {g: parts.pop(g) for g in list(parts) if g in CORE}
+        groups = self.groups.replace(**parts) if parts else self.groups
+        return dataclasses.replace(self, **top, **core, groups=groups)
 
     @classmethod
     def from_options(cls, **options) -> "TrainConfig":
@@ -209,27 +154,31 @@ class TrainConfig:
 
     # ---------------------------------------------------------------- files
     def to_dict(self) -> dict:
-        """The nested tree of options (derived fields, like the annealing horizon, left out)."""
-        out = dataclasses.asdict(self)
-        for group, cls in GROUPS.items():
-            names = flag_names(cls)
-            out[group] = {k: v for k, v in out[group].items() if names[k] in OPTIONS}
+        """The nested tree of options, one entry per group (derived fields, like the annealing horizon, left out)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(RunOptions)}
+        for group in GROUPS:
+            names = flag_names(GROUPS[group])
+            values = dataclasses.asdict(getattr(self, group))
+            out[group] = {k: v for k, v in values.items() if names[k] in OPTIONS}
         return out
 
     @classmethod
     def from_dict(cls, values: dict, where: str = "config") -> "TrainConfig":
-        """From `to_dict()`'s nested form, or the flat form of configs saved before the groups."""
+        """From `to_dict()`'s nested form, or the flat form of configs saved before the groups. An option
+        found in a group it no longer lives in (`curriculum.replay_prob`, `env.maze_height` before the
+        methods and environments owned their options) is read by its flat name."""
         values = without_versions(values)
-        flat = {k: v for k, v in values.items() if k not in GROUPS}
-        for group in GROUPS:
-            nested = values.get(group)
-            if isinstance(nested, dict):
-                nested = {k: v for k, v in nested.items() if k not in RETIRED}
-                names = flag_names(GROUPS[group])
-                unknown = sorted(set(nested) - set(names))
-                if unknown:
-                    raise ConfigError(f"unknown config option(s) {', '.join(f'{group}.{k}' for k in unknown)}")
-                flat.update({names[k]: v for k, v in nested.items() if names[k] in OPTIONS})
+        flat = {k: v for k, v in values.items() if not isinstance(v, dict)}
+        for group, nested in values.items():
+            if not isinstance(nested, dict):
+                continue
+            names = flag_names(GROUPS[group]) if group in GROUPS else {}
+            nested = {names.get(k, k): v for k, v in nested.items() if k not in RETIRED}
+            unknown = sorted(k for k in nested if k not in OPTIONS)
+            if unknown:
+                raise ConfigError(f"unknown config option(s) {', '.join(f'{group}.{k}' for k in unknown)} ({where}; "
+                                  f"a method or environment registered by a plugin must be imported first)")
+            flat.update(nested)
         for name in RETIRED:
             flat.pop(name, None)
         # Runs saved before --budget existed counted rollout cycles (issue 23's reading of the release).
@@ -266,19 +215,8 @@ RETIRED = ("max_search_rollouts",)
 """Options of older runs that no longer exist (ignored when their config is read): the cap on a
 step's gradient-free search, from before a PLR-family step became one cycle."""
 
-GROUPS: dict[str, type] = {"env": EnvConfig, "model": ModelConfig, "ppo": PPOConfig, "eval": EvalConfig,
-                           "buffer": BufferConfig, "curriculum": CurriculumConfig, "teacher": TeacherConfig,
-                           "sfl": SFLConfig, "ncc": NCCConfig}
-
-
-OPTIONS, OPTION_TYPES = option_table(TrainConfig, GROUPS)
-"""Every option by flat name: `(group or None, field)`, and its type."""
-
-
-def flat_config(values: dict) -> dict:
-    """A saved `config.json` (nested, or flat from before the groups) as `{option: value}`; for tools
-    that read run directories without building configs (plots)."""
-    return flatten(values, GROUPS)
+CORE = ("env", "model", "ppo", "eval")
+"""The groups that are fields of `TrainConfig` (every run reads them); the others live in `groups`."""
 
 
 class _Presets(Mapping):

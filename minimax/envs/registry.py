@@ -38,7 +38,11 @@ What an entry provides, and why each piece exists:
 - `trace_state(state) -> {name: small array}`, `render_episode(level, trace, params)`,
   `render_levels(levels) -> uint8[B, h, w, 3]` (optional): pictures of episodes and buffers.
 
-`options` is the run's `EnvConfig` (`config.py`): an entry reads the fields it owns.
+`options` is the run's environment options (`config/groups.py: EnvConfig`): the options every
+environment shares (`env_name`, `max_episode_steps`, `train_level_file`) and, as attributes of the
+same object, the environment's own, declared when it registers (`register(..., options=MazeOptions)`;
+the maze's `options.maze_height`). An environment's options travel with it: a run may set only
+the chosen environment's, and a plugin environment declares its own the same way.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from typing import Any, Callable
+
 
 
 def check_n_edits(n_edits) -> int:
@@ -141,14 +146,42 @@ class UEDEnv:
 
 _REGISTRY: dict[str, Callable[[], UEDEnv]] = {}
 _REQUIRES: dict[str, str] = {}
+_OPTIONS: dict[str, type] = {}
 
 
-def register(name: str, loader: Callable[[], UEDEnv], requires: str = "") -> None:
+def register(name: str, loader: Callable[[], UEDEnv], requires: str = "", options: type | None = None) -> None:
     """Register `loader() -> UEDEnv` under `name`. Loaders run on first use, so listing the
     environments imports none of them (their packages may pull in heavy dependencies);
-    `requires` names the optional extra whose absence makes `get_env` say what to install."""
+    `requires` names the optional extra whose absence makes `get_env` say what to install;
+    `options`, a frozen dataclass of the environment's own options (its fields are flags of
+    `train.py`, its docstrings their help), becomes the run config's group `name`; it must import
+    without the environment's package."""
+    if options is not None and not (dataclasses.is_dataclass(options) and isinstance(options, type)):
+        raise TypeError(f"register({name!r}, options=...) takes a dataclass class, got {options!r}")
     _REGISTRY[name] = loader
     _REQUIRES[name] = requires
+    _LOADED.pop(name, None)
+    if options is None:
+        _OPTIONS.pop(name, None)
+    else:
+        _OPTIONS[name] = options
+
+
+def env_options(name: str) -> type | None:
+    """The options dataclass environment `name` declared (None: it has none beyond the shared ones)."""
+    return _OPTIONS.get(name)
+
+
+def env_group(name: str) -> str | None:
+    """The config group of environment `name`'s options: the name of the first environment that
+    registered the same class (a variant of the maze, registered with `MazeOptions`, reads `maze`)."""
+    cls = _OPTIONS.get(name)
+    return None if cls is None else next(n for n, c in _OPTIONS.items() if c is cls)
+
+
+def env_groups() -> dict[str, type]:
+    """`{group: options dataclass}` of the registered environments' own options."""
+    return {env_group(n): c for n, c in _OPTIONS.items()}
 
 
 def env_names() -> tuple[str, ...]:
@@ -181,9 +214,14 @@ def _entry(module: str, attribute: str) -> Callable[[], UEDEnv]:
     return load
 
 
-register("maze", _entry("minimax.envs.maze.spec", "MAZE"))
+# The built-in environments' options, imported last: their packages import this module's names.
+from minimax.envs.jaxnav.options import NavOptions  # noqa: E402
+from minimax.envs.kinetix.options import KinetixOptions  # noqa: E402
+from minimax.envs.maze.options import MazeOptions  # noqa: E402
+
+register("maze", _entry("minimax.envs.maze.spec", "MAZE"), options=MazeOptions)
 register("cartpole", _entry("minimax.envs.classic.spec", "CARTPOLE"))
 register("pendulum", _entry("minimax.envs.classic.spec", "PENDULUM"))
 register("craftax", _entry("minimax.envs.craftax.spec", "CRAFTAX"), requires="craftax")
-register("jaxnav", _entry("minimax.envs.jaxnav.spec", "JAXNAV"), requires="jaxnav")
-register("kinetix", _entry("minimax.envs.kinetix.spec", "KINETIX"), requires="kinetix")
+register("jaxnav", _entry("minimax.envs.jaxnav.spec", "JAXNAV"), requires="jaxnav", options=NavOptions)
+register("kinetix", _entry("minimax.envs.kinetix.spec", "KINETIX"), requires="kinetix", options=KinetixOptions)

@@ -12,7 +12,7 @@ For Learnability); `ncc` learns a replay distribution over a level buffer (NCC).
 from collections.abc import Mapping
 
 # Importing a method's module registers it: this order is `--method`'s order of choices.
-from minimax.runners.dr import DRRunner, DRState  # noqa: I001
+from minimax.runners.dr import DRConfig, DRRunner, DRState  # noqa: I001
 from minimax.runners.plr import PLRRunner
 from minimax.runners.robust_plr import RobustPLRRunner
 from minimax.runners.parallel_plr import ParallelPLRRunner
@@ -22,10 +22,10 @@ from minimax.runners.paired import PAIREDRunner, PAIREDState, TeacherConfig
 from minimax.runners.sfl import SFLConfig, SFLRunner, SFLState
 from minimax.runners.ncc import NCCConfig, NCCRunner, NCCState
 from minimax.runners.base import Runner
-from minimax.runners.plr_family import CurriculumConfig, PLRFamilyRunner, PLRState
+from minimax.runners.plr_family import CurriculumConfig, MutationConfig, PLRFamilyRunner, PLRState, ReplayConfig
 from minimax.runners.plr_parts import CoinReplayRunner
-from minimax.runners.plr_method import MUTATION_READS, PLR_READS, REPLAY_PROB, plr_builder, plr_method
-from minimax.runners.registry import BuildParts, Method, get_method, method_names, register_method
+from minimax.runners.plr_method import MUTATION_OPTIONS, PLR_OPTIONS, REPLAY_OPTIONS, plr_builder, plr_method
+from minimax.core.methods import BuildParts, Method, get_method, method_names, register_method
 
 class _Runners(Mapping):
     """`--method` name -> runner class, of every registered method that declares its class (a view of
@@ -47,8 +47,8 @@ class _Runners(Mapping):
 RUNNERS: Mapping[str, type] = _Runners()
 """Every method's runner class, by `--method` name (kept for scripts; the registry is `get_method`)."""
 
-__all__ = ["ACCELRunner", "BuildParts", "CoinReplayRunner", "CurriculumConfig", "DRRunner", "DRState", "MUTATION_READS", "Method", "NCCConfig", "NCCRunner", "NCCState",
-           "PAIREDRunner", "PAIREDState", "PLRFamilyRunner", "PLRRunner", "PLRState", "PLR_READS", "REPLAY_PROB",
-           "ParallelACCELRunner", "ParallelPLRRunner", "RUNNERS", "RobustPLRRunner", "Runner", "SFLConfig",
+__all__ = ["ACCELRunner", "BuildParts", "CoinReplayRunner", "CurriculumConfig", "DRConfig", "DRRunner", "DRState", "MUTATION_OPTIONS", "Method", "MutationConfig", "NCCConfig", "NCCRunner", "NCCState",
+           "PAIREDRunner", "PAIREDState", "PLRFamilyRunner", "PLRRunner", "PLRState", "PLR_OPTIONS", "REPLAY_OPTIONS",
+           "ParallelACCELRunner", "ParallelPLRRunner", "ReplayConfig", "RUNNERS", "RobustPLRRunner", "Runner", "SFLConfig",
            "SFLRunner", "SFLState", "TeacherConfig", "get_method", "method_names", "plr_builder", "plr_method",
            "register_method"]

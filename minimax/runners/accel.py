@@ -18,7 +18,7 @@ from minimax.runners.plr_family import PLRState
 from minimax.runners.plr_method import plr_method
 from minimax.runners.plr_parts import (CoinReplayRunner, finish, group_metrics, mark_stored, mutate, new_levels, play,
                                        played_groups, replay_or_count, score_and_offer, train)
-from minimax.runners.registry import register_method
+from minimax.core.methods import register_method
 
 
 class ACCELRunner(CoinReplayRunner):

@@ -18,6 +18,7 @@ every device.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 import jax
@@ -31,7 +32,16 @@ from minimax.core.metrics import reduce_over_devices
 from minimax.core.parallel import NO_SHARD, Shard
 from minimax.runners.rollout import (EnvStream, collect_rollout, episode_metrics, ppo_batch, regret_metrics,
                                      start_stream)
-from minimax.runners.registry import Method, register_method
+from minimax.core.methods import Method, register_method
+
+
+@dataclasses.dataclass(frozen=True)
+class DRConfig:
+    """Domain randomisation's own option (its `dr` group)."""
+
+    dr_restart_each_update: bool = False
+    """Start every env on a fresh level at each update, dropping the episodes in progress and keeping the
+    recurrent carry, as the minimax release's DR does (for side-by-side comparisons; default: episodes continue)."""
 
 
 @struct.dataclass
@@ -119,7 +129,7 @@ class DRRunner:
 
 register_method(Method(
     "dr", summary="domain randomisation: a fresh level from the generator for every episode", runner=DRRunner,
-    reads=("dr_restart_each_update",), trains_every_cycle=True,
+    options={"dr": DRConfig}, trains_every_cycle=True,
     build=lambda parts: DRRunner(*parts.args, shard=parts.shard,
-                                 restart_each_update=parts.cfg.env.dr_restart_each_update,
+                                 restart_each_update=parts.cfg.dr.dr_restart_each_update,
                                  level_facts=parts.spec.level_facts)))

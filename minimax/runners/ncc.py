@@ -51,7 +51,7 @@ from minimax.core.options import check
 from minimax.core.parallel import NO_SHARD, Shard
 from minimax.curricula import ncc
 from minimax.envs.wrappers import ReplayAutoReset
-from minimax.runners.registry import Method, episode_limit, register_method
+from minimax.core.methods import Method, episode_limit, register_method
 from minimax.runners.rollout import episode_metrics, play_levels, policy_step, ppo_batch, regret_metrics
 
 
@@ -256,7 +256,7 @@ class NCCRunner:
 
 register_method(Method(
     "ncc", summary="NCC: a replay distribution over a level buffer learned by projected gradient steps (RLC 2025)",
-    runner=NCCRunner, reads=("ncc",), trains_every_cycle=True,
+    runner=NCCRunner, options={"ncc": NCCConfig}, trains_every_cycle=True,
     problems=lambda cfg, spec: cfg.ncc.problems(spec, episode_limit(cfg, spec)),
     device_splits=lambda cfg: (("--ncc-buffer-size", cfg.ncc.ncc_buffer_size),
                                ("--ncc-new-levels (or --num-envs)", cfg.ncc.new_levels(cfg.num_envs))),

@@ -51,7 +51,7 @@ from minimax.core.options import check
 from minimax.core.parallel import NO_SHARD, Shard
 from minimax.models.s5 import s5_shape_problem
 from minimax.runners.design import design_levels, with_final_reward
-from minimax.runners.registry import Method, register_method
+from minimax.core.methods import Method, register_method
 from minimax.runners.rollout import Rollout, episode_metrics, play_levels, ppo_batch, regret_metrics
 
 TeacherScore = Literal[tuple(TEACHER_SCORES)]
@@ -314,6 +314,6 @@ def _build(parts):
 for _name, _summary in (("paired", "PAIRED: a teacher paid the protagonist-antagonist regret designs the levels"),
                         ("pop_paired", "population PAIRED: the teacher's regret over a population of students"),
                         ("minimax_adversary", "the minimax adversary: a teacher paid the student's failure")):
-    register_method(Method(_name, build=_build, summary=_summary, reads=("teacher",), designs_levels=True,
+    register_method(Method(_name, build=_build, summary=_summary, options={"teacher": TeacherConfig}, designs_levels=True,
                            trains_every_cycle=True, runner=PAIREDRunner,
                            problems=lambda cfg, spec: cfg.teacher.problems(cfg.method, cfg.env, cfg.model, cfg.num_envs)))

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from minimax.runners.parallel_plr import ParallelPLRRunner
 from minimax.runners.plr_method import plr_method
 from minimax.runners.plr_parts import mutate
-from minimax.runners.registry import register_method
+from minimax.core.methods import register_method
 
 
 class ParallelACCELRunner(ParallelPLRRunner):

@@ -18,7 +18,7 @@ from minimax.runners.plr_family import PLRFamilyRunner, PLRState
 from minimax.runners.plr_method import plr_method
 from minimax.runners.plr_parts import (buffer_ready, envs_part, finish, group_metrics, mark_stored, new_levels,
                                        play, replay_or_count, score_and_offer, train)
-from minimax.runners.registry import register_method
+from minimax.core.methods import register_method
 from minimax.runners.rollout import env_slice
 
 GROUP_NAMES = ("new", "replay", "mutated")

@@ -8,7 +8,7 @@ gradient on unscored new levels robust PLR removes. So a unit of the update budg
 from __future__ import annotations
 
 from minimax.runners.plr_method import plr_method
-from minimax.runners.registry import register_method
+from minimax.core.methods import register_method
 from minimax.runners.robust_plr import RobustPLRRunner
 
 

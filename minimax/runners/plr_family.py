@@ -50,12 +50,10 @@ MUTATION_CRITERIA: tuple[str, ...] = typing.get_args(MutationCriterion)
 
 @dataclasses.dataclass(frozen=True)
 class CurriculumConfig:
-    """How a PLR-family runner uses its buffer (static). Each field is also the training
-    command's option of that name; its docstring is the `--help` text."""
+    """How a PLR-family method uses its level buffer (static; every PLR-family method's `curriculum`
+    group). Each field is also the training command's option of that name; its docstring is the
+    `--help` text."""
 
-    replay_prob: float = 0.5
-    """Probability of a replay update once the buffer is full enough (plr, robust_plr, accel; parallel
-    methods replay on every step once the buffer is ready, as the reference, and do not use it)."""
     min_fill_ratio: float = 0.5
     """Replay only once this fraction of the buffer is filled."""
     score_function: str = "maxmc"
@@ -68,13 +66,11 @@ class CurriculumConfig:
     """> 0: train on this many fixed level seeds (the PLR paper's finite training set); 0 = unlimited."""
     replay_schedule: Literal[REPLAY_SCHEDULES] = "fixed"
     """With --train-levels: replay with --replay-prob (fixed) or with the fraction of seeds seen."""
-    n_mutations: int = 20
-    """Edits per mutation (ACCEL)."""
-    mutation_criterion: MutationCriterion = "batch"
-    """ACCEL parents: batch (every replayed level, one child each), easy / hard (the q lowest / highest
-    scores, tiled)."""
-    mutation_subsample: int = 4
-    """ACCEL: q, the replayed levels mutated by --mutation-criterion easy or hard (unused by batch)."""
+    global_buffer: bool = False
+    """On several devices: one level buffer shared by all devices, instead of one of capacity K/D each."""
+    buffer_png: int = 0
+    """Save a PNG of the N highest-weighted buffer levels at every log step in <run>/buffer/ (0 = off)."""
+
     def __post_init__(self):
         check(self, self._rules)
 
@@ -85,10 +81,46 @@ class CurriculumConfig:
 
     @staticmethod
     def _rules(c):
-        c.unit("replay_prob", "min_fill_ratio")
+        c.unit("min_fill_ratio")
         if c.obj.score_function not in SCORES:
             c.add(f"--score-function must be one of {', '.join(SCORES)}, got {c.obj.score_function!r}")
-        for name in ("train_levels", "mutation_subsample", "n_mutations"):
+        c.integer("train_levels")
+        c.integer("buffer_png")
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayConfig:
+    """The replay coin of plain and robust PLR and ACCEL (their `replay` group; the parallel methods
+    replay every cycle once the buffer is ready and have no coin)."""
+
+    replay_prob: float = 0.5
+    """Probability of a replay cycle once the buffer is full enough (plr, robust_plr, accel)."""
+
+    def __post_init__(self):
+        check(self, lambda c: c.unit("replay_prob"))
+
+
+@dataclasses.dataclass(frozen=True)
+class MutationConfig:
+    """How ACCEL and parallel ACCEL edit replayed levels (their `mutation` group)."""
+
+    mutator: str = ""
+    """The edit, one of the environment's mutators; empty = its first. maze: minimax (the default: nothing / flip
+    a wall / move the goal) or four_edit (add, remove wall, move agent, goal); cartpole, pendulum: perturb;
+    craftax: tiles; jaxnav: flip_goal (nothing / add a wall / move the goal, SFL's); kinetix: kinetix (the authors')."""
+    n_mutations: int = 20
+    """Edits per mutation."""
+    mutation_criterion: MutationCriterion = "batch"
+    """Parents: batch (every replayed level, one child each), easy / hard (the q lowest / highest scores, tiled)."""
+    mutation_subsample: int = 4
+    """q, the replayed levels mutated by --mutation-criterion easy or hard (unused by batch)."""
+
+    def __post_init__(self):
+        check(self, self._rules)
+
+    @staticmethod
+    def _rules(c):
+        for name in ("mutation_subsample", "n_mutations"):
             c.integer(name)
 
 
@@ -132,8 +164,10 @@ class PLRFamilyRunner:
     def __init__(self, env, env_params, generator: Callable, model, ppo: PPOConfig, num_envs: int, num_steps: int,
                  buffer: BufferConfig, curriculum: CurriculumConfig, mutator: Callable | None = None,
                  level_metrics: Callable | None = None, level_identity: Callable | None = None,
-                 shard: Shard = NO_SHARD, global_buffer: bool = False, level_facts: Callable | None = None):
+                 shard: Shard = NO_SHARD, level_facts: Callable | None = None,
+                 replay: ReplayConfig = ReplayConfig(), mutation: MutationConfig = MutationConfig()):
         d = shard.size
+        global_buffer = curriculum.global_buffer
         self.env, self.env_params, self.generator, self.model, self.ppo = env, env_params, generator, model, ppo
         self.num_envs, self.num_steps = int(num_envs), int(num_steps)
         self.shard, self.global_buffer = shard, bool(global_buffer)
@@ -141,6 +175,7 @@ class PLRFamilyRunner:
         self.capacity = buffer.capacity if global_buffer else buffer.capacity // d
         self.buffer_cfg = dataclasses.replace(buffer, capacity=self.capacity)
         self.cur, self.mutator, self.level_metrics = curriculum, mutator, level_metrics
+        self.replay, self.mutation = replay, mutation
         self.level_identity, self.level_facts = level_identity, level_facts
 
     @property
@@ -171,7 +206,7 @@ class PLRFamilyRunner:
         """Cycles without a gradient update or buffer growth after which the run is stuck (`budget.py`):
         once the buffer is ready a cycle trains with the replay probability (1 for the parallel methods; with a
         finite training set and the proportionate schedule, at least the ready fraction of its seeds)."""
-        p = 1.0 if self.groups > 1 else self.cur.replay_prob
+        p = 1.0 if self.groups > 1 else self.replay.replay_prob
         if self.cur.train_levels and self.cur.replay_schedule != "fixed":
             p = self.cur.ready_at(self.capacity) / self.cur.train_levels
         return max_idle_cycles(min(p, 1.0))

@@ -8,37 +8,43 @@ PLR variant is one subclass of `PLRFamilyRunner` (or of one of ours) plus one
 
 from __future__ import annotations
 
-from minimax.runners.registry import Method
+from minimax.core.methods import Method
+from minimax.curricula.level_buffer import BufferConfig
+from minimax.runners.plr_family import CurriculumConfig, MutationConfig, ReplayConfig
 
-PLR_READS = ("buffer", "curriculum", "global_buffer", "buffer_png")
-"""What every PLR-family method reads: the level buffer and curriculum groups, one global buffer
-on several devices, the buffer's pictures."""
-MUTATION_READS = ("mutator", "n_mutations", "mutation_criterion", "mutation_subsample")
-"""What a method that edits levels (ACCEL) reads beyond `PLR_READS`."""
-REPLAY_PROB = ("replay_prob",)
-"""A method that decides each cycle between replay and new levels by a coin of `--replay-prob`
-(the parallel methods replay every cycle once the buffer is ready and do not read it)."""
+PLR_OPTIONS = {"buffer": BufferConfig, "curriculum": CurriculumConfig}
+"""The option groups of every PLR-family method: the level buffer and how the method uses it."""
+MUTATION_OPTIONS = {"mutation": MutationConfig}
+"""What a method that edits levels (ACCEL) declares beyond `PLR_OPTIONS`."""
+REPLAY_OPTIONS = {"replay": ReplayConfig}
+"""What a method that decides each cycle between replay and new levels by a coin of `--replay-prob`
+declares (the parallel methods replay every cycle once the buffer is ready and have no coin)."""
 
 
 def plr_builder(runner_class: type):
-    """`parts -> runner` for a `PLRFamilyRunner` subclass (its constructor's signature)."""
+    """`parts -> runner` for a `PLRFamilyRunner` subclass (its constructor's signature): the groups its
+    method does not declare (a parallel method's coin, a method's mutation) keep their defaults."""
 
     def build(parts):
         cfg, spec = parts.cfg, parts.spec
         mutator = parts.mutator() if runner_class.mutates else None
         return runner_class(*parts.args, buffer=cfg.buffer, curriculum=cfg.curriculum, mutator=mutator,
                             level_metrics=spec.level_metrics, level_identity=spec.level_identity,
-                            shard=parts.shard, global_buffer=cfg.global_buffer, level_facts=spec.level_facts)
+                            shard=parts.shard, level_facts=spec.level_facts, replay=cfg.replay,
+                            mutation=cfg.mutation)
 
     return build
 
 
-def plr_method(runner_class: type, summary: str = "", name: str = "", coin_replay: bool = True) -> Method:
+def plr_method(runner_class: type, summary: str = "", name: str = "", coin_replay: bool = True,
+               options: dict | None = None) -> Method:
     """The `Method` of a `PLRFamilyRunner` subclass (named `runner_class.method` unless `name`);
-    `coin_replay`: it reads `--replay-prob` (plain and robust PLR, ACCEL; not the parallel ones)."""
+    `coin_replay`: it reads `--replay-prob` (plain and robust PLR, ACCEL; not the parallel ones);
+    `options`: option groups of its own, beside the family's."""
     mutates = bool(runner_class.mutates)
-    reads = PLR_READS + (MUTATION_READS if mutates else ()) + (REPLAY_PROB if coin_replay else ())
-    return Method(name or runner_class.method, build=plr_builder(runner_class), summary=summary, reads=reads,
+    groups = {**PLR_OPTIONS, **(MUTATION_OPTIONS if mutates else {}), **(REPLAY_OPTIONS if coin_replay else {}),
+              **(options or {})}
+    return Method(name or runner_class.method, build=plr_builder(runner_class), summary=summary, options=groups,
                   level_buffer=True, mutates=mutates, trains_every_cycle=bool(runner_class.trains_every_cycle),
                   trains_only_on_replays=bool(runner_class.trains_only_on_replays),
                   problems=lambda cfg, spec: curriculum_problems(cfg, mutates),
@@ -47,19 +53,19 @@ def plr_method(runner_class: type, summary: str = "", name: str = "", coin_repla
 
 def device_splits(c, mutates: bool) -> tuple[tuple[str, int], ...]:
     """Per-device buffers split the buffer; an easy/hard mutation criterion splits its q parents."""
-    out = () if c.global_buffer else (("--buffer-size", c.buffer.capacity),)
-    if mutates and c.curriculum.mutation_criterion != "batch":
-        out += (("--mutation-subsample", c.curriculum.mutation_subsample),)
+    out = () if c.curriculum.global_buffer else (("--buffer-size", c.buffer.capacity),)
+    if mutates and c.mutation.mutation_criterion != "batch":
+        out += (("--mutation-subsample", c.mutation.mutation_subsample),)
     return out
 
 
 def curriculum_problems(c, mutates: bool):
     """The PLR family's options against each other and the batch, as messages naming the flags."""
-    cur, size, method = c.curriculum, c.buffer.capacity, c.method
+    cur, mut, size, method = c.curriculum, c.mutation, c.buffer.capacity, c.method
     if size < 2:
         yield f"--buffer-size must be >= 2 for {method}, got {size}"
-    if mutates and cur.n_mutations < 1:
-        yield f"--n-mutations must be >= 1 for {method}, got {cur.n_mutations}"
+    if mutates and mut.n_mutations < 1:
+        yield f"--n-mutations must be >= 1 for {method}, got {mut.n_mutations}"
     ready_at = cur.ready_at(size)
     if cur.train_levels and mutates:
         yield (f"--train-levels ({cur.train_levels}) cannot be used with {method}: its mutated levels would take "
@@ -74,6 +80,6 @@ def curriculum_problems(c, mutates: bool):
     if not cur.replay_with_replacement and max(ready_at, 1) < c.num_envs:
         yield (f"--no-replay-with-replacement needs --min-fill-ratio x --buffer-size >= --num-envs "
                f"({cur.min_fill_ratio} x {size} < {c.num_envs}): not enough distinct levels to sample")
-    if mutates and cur.mutation_criterion != "batch" and not 1 <= cur.mutation_subsample <= c.num_envs:
+    if mutates and mut.mutation_criterion != "batch" and not 1 <= mut.mutation_subsample <= c.num_envs:
         yield (f"--mutation-subsample must be in [1, --num-envs ({c.num_envs})] for --mutation-criterion "
-               f"{cur.mutation_criterion}, got {cur.mutation_subsample}")
+               f"{mut.mutation_criterion}, got {mut.mutation_subsample}")

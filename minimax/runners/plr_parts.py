@@ -89,7 +89,7 @@ def buffer_ready(run: Run, buffer: LevelBuffer):
 def coin_replay(run: Run, key, buffer: LevelBuffer, training_set: TrainingSet):
     """Bernoulli(replay_prob) once the buffer is ready (never while one is empty); the key
     is shared, so every device decides the same."""
-    p = run.cur.replay_prob
+    p = run.replay.replay_prob
     if run.cur.train_levels:
         p = replay_probability(training_set, run.cur.replay_schedule, p)
     return buffer_ready(run, buffer) & jax.random.bernoulli(key, p)
@@ -199,9 +199,9 @@ def mutate(run: Run, key, levels, scores, parent_mutations):
     every replayed level; easy / hard the q lowest / highest by score, tiled over the envs
     (per device, q / D of its own). `(children, their edit counts)`."""
     n = run.n
-    if run.cur.mutation_criterion != "batch":
-        q = run.cur.mutation_subsample // run.shard.size
-        _, chosen = jax.lax.top_k(scores if run.cur.mutation_criterion == "hard" else -scores, q)
+    if run.mutation.mutation_criterion != "batch":
+        q = run.mutation.mutation_subsample // run.shard.size
+        _, chosen = jax.lax.top_k(scores if run.mutation.mutation_criterion == "hard" else -scores, q)
         pick = chosen[jnp.arange(n) % q]
         levels = jax.tree.map(lambda x: x[pick], levels)
         parent_mutations = parent_mutations[pick]

@@ -41,7 +41,7 @@ from minimax.core.metrics import level_metric_sums, mean_sums, reduce_over_devic
 from minimax.core.options import check
 from minimax.core.parallel import NO_SHARD, Shard
 from minimax.runners.rollout import count_outcomes, episode_metrics, play_levels, ppo_batch, regret_metrics
-from minimax.runners.registry import Method, episode_limit, register_method
+from minimax.core.methods import Method, episode_limit, register_method
 
 
 @dataclasses.dataclass(frozen=True)
@@ -247,7 +247,7 @@ class SFLRunner:
 
 register_method(Method(
     "sfl", summary="Sampling For Learnability: train on the sampled levels of highest p (1 - p)", runner=SFLRunner,
-    reads=("sfl",), trains_every_cycle=True, needs_success=True,
+    options={"sfl": SFLConfig}, trains_every_cycle=True, needs_success=True,
     problems=lambda cfg, spec: cfg.sfl.problems(cfg.num_envs, episode_limit(cfg, spec)),
     device_splits=lambda cfg: (("--sfl-batch-levels", cfg.sfl.sfl_batch_levels),),
     build=lambda parts: SFLRunner(*parts.args, sfl=parts.cfg.sfl, level_metrics=parts.spec.level_metrics,

@@ -115,7 +115,7 @@ class RunParts:
         return make_env(cfg), env_params(cfg), generator, make_model(cfg), ppo_config(cfg), cfg.num_envs, cfg.num_steps
 
     def mutator(self):
-        return self.spec.make_mutator(self.cfg.env.mutator, self.cfg.curriculum.n_mutations)
+        return self.spec.make_mutator(self.cfg.mutation.mutator, self.cfg.mutation.n_mutations)
 
 
 def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD):

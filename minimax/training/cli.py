@@ -8,6 +8,7 @@ changes what an update computes.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -15,10 +16,11 @@ import tyro
 
 from minimax.training.checkpoint import CheckpointError
 from minimax.config import ConfigError, TrainConfig
+from minimax.config.run import RunOptions
 from minimax.core.options import flag
-from minimax.config.method_options import unused_options
+from minimax.config.table import GROUPS, OPTION_TYPES, OPTIONS, declared_groups, owners
+from minimax.core.methods import method_names
 from minimax.envs.registry import env_names
-from minimax.runners import method_names
 from minimax.training.devices import DeviceError
 from minimax.config import PRESETS
 from minimax.training.stop_signals import RunStopped
@@ -41,7 +43,7 @@ def parse_config(argv: list[str]) -> TrainConfig:
     pre.add_argument("--preset", default="dr")
     pre.add_argument("--resume", action="store_true")
     pre.add_argument("--config")
-    for name in ("run-name", "out-dir", "method", "seed"):
+    for name in ("run-name", "out-dir", "method", "seed", "env"):
         pre.add_argument(f"--{name}")
     known, _ = pre.parse_known_args(argv)
     if known.resume and _given(argv, "--overwrite"):
@@ -80,17 +82,9 @@ def parse_config(argv: list[str]) -> TrainConfig:
                               f"--preset {known.preset} would change nothing (leave it out)")
         # Where the run lives now (it may have been moved or renamed) is where it was found.
         default = saved.replace(resume=True, out_dir=str(probe.run_dir.parent), run_name=probe.run_dir.name)
-    # The groups' flags are flat (`--lr`, not `--ppo.lr`): OmitArgPrefixes.
-    cfg = tyro.cli(tyro.conf.OmitArgPrefixes[TrainConfig], default=default, args=argv, prog="train.py",
-                   description=TrainConfig.__doc__ + " Methods: " + ", ".join(method_names()) + " (--method). Environments: "
-                   + ", ".join(env_names()) + "; on the host: procgen-<game>, gym-<id> (--env). Presets: "
-                   + ", ".join(PRESETS) + " (--preset); --config PATH starts from a saved config.json instead.")
-    started_from, never_read = default.options(), unused_options(cfg.method)
-    unused = sorted(n for n, v in cfg.options().items() if n in never_read and v != started_from[n])
-    if unused:
-        raise ConfigError(f"--method {cfg.method} does not use {', '.join(flag(n) for n in unused)}: leave "
-                          f"{'them' if len(unused) > 1 else 'it'} out (or choose a method that reads "
-                          f"{'them' if len(unused) > 1 else 'it'})")
+    method, env = known.method or default.method, known.env or default.env.env_name
+    refuse_undeclared(argv, method, env)
+    cfg = _parse(argv, default, declared_groups(method, env))
     if saved is not None:
         given, kept = cfg.options(), saved.options()
         changed = [n for n in given if given[n] != kept[n] and n not in RESUME_OVERRIDABLE]
@@ -100,6 +94,47 @@ def parse_config(argv: list[str]) -> TrainConfig:
             raise ConfigError("--resume keeps the run's saved config; these options differ from it: " + ", ".join(
                 f"{flag(n)} (saved {kept[n]!r}, given {given[n]!r})" for n in changed) + legacy)
     return cfg
+
+
+def _parse(argv: list[str], default: TrainConfig, declared) -> TrainConfig:
+    """tyro over the run's options and the groups its method and environment declare (all of them for a
+    method not registered: the config's check then names it), flat flags (`--lr`, not `--ppo.lr`)."""
+    groups = [g for g in GROUPS if declared is None or g in declared]
+    shape = dataclasses.make_dataclass(
+        "TrainConfig", [(g, GROUPS[g], dataclasses.field(default_factory=GROUPS[g])) for g in groups],
+        bases=(RunOptions,), frozen=True, namespace={"__doc__": TrainConfig.__doc__})
+    run = [f.name for f in dataclasses.fields(RunOptions)]
+    start = shape(**{n: getattr(default, n) for n in run + groups})
+    parsed = tyro.cli(tyro.conf.OmitArgPrefixes[shape], default=start, args=argv, prog="train.py",
+                      description=TrainConfig.__doc__ + " Methods: " + ", ".join(method_names()) + " (--method). "
+                      "Environments: " + ", ".join(env_names()) + "; on the host: procgen-<game>, gym-<id> (--env). "
+                      "Presets: " + ", ".join(PRESETS) + " (--preset); --config PATH starts from a saved config.json "
+                      "instead. The options listed are those of --method and --env (`--method accel --help`).")
+    core = {g: getattr(parsed, g) for g in ("env", "model", "ppo", "eval")}
+    own = {g: getattr(parsed, g) for g in groups if g not in core}
+    return dataclasses.replace(default, **{n: getattr(parsed, n) for n in run}, **core,
+                               groups=default.groups.replace(**own))
+
+
+def refuse_undeclared(argv: list[str], method: str, env: str) -> None:
+    """One line for a flag of an option group that neither `--method` nor `--env` declares: it would
+    change nothing (before tyro, which would call it unrecognised)."""
+    declared = declared_groups(method, env)
+    if declared is None:
+        return
+    unused = []
+    for arg in argv:
+        name = arg.split("=", 1)[0][2:].replace("-", "_") if arg.startswith("--") else ""
+        if name.startswith("no_") and name not in OPTIONS and OPTION_TYPES.get(name[3:]) is bool:
+            name = name[3:]
+        group = OPTIONS.get(name, (None,))[0]
+        if group is not None and group not in declared and name not in unused:
+            unused.append(name)
+    if unused:
+        them = "them" if len(unused) > 1 else "it"
+        groups = sorted({OPTIONS[n][0] for n in unused})
+        raise ConfigError(f"--method {method} on --env {env} does not use {', '.join(flag(n) for n in unused)}: leave "
+                          f"{them} out (" + "; ".join(f"{flag(g)[2:]} options: {owners(g)}" for g in groups) + ")")
 
 
 def main(argv: list[str]) -> None:

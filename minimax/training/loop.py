@@ -81,7 +81,7 @@ def save_buffer_pictures(buffer, cfg: TrainConfig, layout: DeviceLayout, out_dir
         return
     for i, seed in enumerate(layout.seeds):
         mine = jax.tree.map(lambda x, i=i: x[i], host) if layout.multi_seed else host
-        image = buffer_picture(mine, cfg.buffer, render_levels, cfg.buffer_png)
+        image = buffer_picture(mine, cfg.buffer, render_levels, cfg.curriculum.buffer_png)
         if image is not None:
             suffix = f"-seed{seed}" if layout.multi_seed else ""
             save_png(image, out_dir / f"update{update:07d}{suffix}.png")
@@ -213,7 +213,7 @@ def _train(loop: "_Loop", stop: StopSignals, on_checkpoint) -> dict:
             final = loop.update >= cfg.num_updates
             if cfg.eval.eval_every and (loop.update % cfg.eval.eval_every == 0 or final):
                 loop.evaluate(rows)
-            if cfg.buffer_png and hasattr(loop.state, "buffer"):
+            if cfg.curriculum.buffer_png and hasattr(loop.state, "buffer"):
                 save_buffer_pictures(loop.state.buffer, cfg, loop.layout, loop.run_dir / "buffer", loop.update,
                                      loop.lead)
             rows = rows if loop.binary_outcome else [outcome_free(r) for r in rows]

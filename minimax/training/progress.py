@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from minimax.runners.registry import get_method
+from minimax.core.methods import get_method
 
 Filling = tuple  # (levels held or None when unknown, levels needed before the first update)
 

@@ -1,13 +1,21 @@
 """Kinetix (the authors' 2D physics, `kinetix-env`) with scenes as levels (needs the optional `kinetix` extra).
 
 `engine.py` imports the authors' environment without their training stack, `env.py` runs it
-behind minimax's `Environment` API, `levels.py` holds their generator, mutator and held-out levels.
+behind minimax's `Environment` API, `levels.py` holds their generator, mutator and held-out levels,
+`options.py` the run's Kinetix options. The names below load on first use, so reading the options
+(every run's config does) does not import the engine.
 """
 
-from minimax.envs.kinetix.env import KinetixParams, KinetixSingle, KinetixState, action_nvec, canonical_level
-from minimax.envs.kinetix.levels import (
-    SUITES, held_out, level_metrics, level_names, make_kinetix_generator, make_kinetix_mutator, noop_solves,
-)
+import importlib
 
-__all__ = ["KinetixParams", "KinetixSingle", "KinetixState", "action_nvec", "canonical_level", "SUITES", "held_out",
-           "level_metrics", "level_names", "make_kinetix_generator", "make_kinetix_mutator", "noop_solves"]
+_EXPORTS = {**{n: "env" for n in ("KinetixParams", "KinetixSingle", "KinetixState", "action_nvec", "canonical_level")},
+            **{n: "levels" for n in ("SUITES", "held_out", "level_metrics", "level_names", "make_kinetix_generator",
+                                     "make_kinetix_mutator", "noop_solves")}}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

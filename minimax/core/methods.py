@@ -3,24 +3,33 @@ by the module that implements it.
 
 A method is one runner file that ends with one `register_method(Method(...))` call. Everything
 that used to list methods by hand is derived from these declarations: `--method`'s choices and
-help, the config checks (a PLR method's buffer options, a teacher method's design environment, a
-method that trains only on replays), the refusal of options the method never reads
-(`config/method_options.py`), which runs pool into one experiment, the device layout's splits,
-and how the builder makes the runner (`training/builder.py`).
+help, the config checks (a PLR method's buffer, a teacher method's design environment, a method that
+trains only on replays), the option groups a run may set (`options`: the groups the method declares,
+and no others), which runs pool into one experiment, the device layout's splits, and how the builder
+makes the runner (`training/builder.py`).
 
-A user's method registers the same way from their own module (`examples/custom_curriculum.py`):
+A method's options travel with it: `options` maps group names to the frozen dataclasses that hold
+them (`{"buffer": BufferConfig, "curriculum": CurriculumConfig}`), defined in the method's own module
+or shared with its family. `TrainConfig` is assembled from every registered method's groups
+(`config/tree.py`), so a user's method with options of its own registers them the same way, from
+their own module (`examples/custom_curriculum.py`, `tests/plugins/`):
 
-    register_method(Method("my_plr", build=plr_builder(MyPLRRunner), reads=PLR_READS + ("replay_prob",),
+    register_method(Method("my_plr", build=plr_builder(MyPLRRunner), options={**PLR_OPTIONS, "mine": MyOptions},
                            level_buffer=True, summary="PLR with my replay rule"))
 
-after which `TrainConfig(method="my_plr")`, `python train.py --method my_plr` (from a script that
-imported the module) and `make_train` train it like ours. A method reads the options that exist
-(the config tree's groups); one with options of its own adds a group to `config/tree.py`.
+after which `TrainConfig(method="my_plr")`, `python train.py --method my_plr --my-option 3` (from a
+script that imported the module) and `make_train` train it like ours.
+
+This registry sits in `core/` (below `config/`, which reads it, and `runners/`, which fills it):
+the built-in methods register when `minimax.runners` is imported, which the first lookup does, as
+the environment registry loads its environments on first use.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+from collections.abc import Mapping
 from typing import Any, Callable, Iterable, Protocol
 
 
@@ -50,9 +59,11 @@ class Method:
     """`parts -> runner` (`runners/base.py: Runner`)."""
     summary: str = ""
     """One line for `--help` and docs."""
-    reads: tuple[str, ...] = ()
-    """Method-specific option groups and options it reads (`config/method_options.py` lists which
-    options are method-specific): the others are refused when given, and left out of experiments."""
+    options: Mapping[str, type] = dataclasses.field(default_factory=dict)
+    """`{group: frozen dataclass}`: the option groups the method reads beyond the run's own (environment,
+    model, PPO, evaluation). A run may set only these (others are refused in one line) and only these
+    define its experiment. Groups are shared by name (every PLR-family method declares `buffer`); one
+    name is one class, and each option's flag is unique across every group (`config/tree.py` checks)."""
     level_buffer: bool = False
     """Keeps a PLR level buffer: the buffer's checks, `--buffer-png`, per-device buffers."""
     mutates: bool = False
@@ -74,9 +85,9 @@ class Method:
 
     def check(self, cfg, spec) -> Iterable[str]:
         """Every problem of `cfg` this method's declaration can see (`config/checks.py` adds the rest)."""
-        if self.trains_only_on_replays and cfg.curriculum.replay_prob <= 0 and not cfg.curriculum.train_levels:
+        if self.trains_only_on_replays and cfg.replay.replay_prob <= 0 and not cfg.curriculum.train_levels:
             yield f"--replay-prob must be > 0 for {self.name} (it trains only on replays), got " \
-                  f"{cfg.curriculum.replay_prob}"
+                  f"{cfg.replay.replay_prob}"
         if self.problems is not None:
             yield from self.problems(cfg, spec)
 
@@ -91,22 +102,46 @@ def episode_limit(cfg, spec) -> int | None:
 
 
 _METHODS: dict[str, Method] = {}
+_BUILTINS = "minimax.runners"
+_builtins_loaded = False
+
+
+def _load_builtins() -> None:
+    """Import the built-in methods' modules once (each registers itself), before the first lookup."""
+    global _builtins_loaded
+    if not _builtins_loaded:
+        _builtins_loaded = True  # first: the modules being imported register (and may look up) methods
+        try:
+            importlib.import_module(_BUILTINS)
+        except BaseException:
+            _builtins_loaded = False
+            raise
 
 
 def register_method(method: Method, *, replace: bool = False) -> Method:
-    """Make `method` a `--method` choice; a name already taken is an error unless `replace`."""
+    """Make `method` a `--method` choice; a name already taken is an error unless `replace`, and so is
+    an option group whose name another method gave another class."""
     if not isinstance(method, Method):
         raise TypeError(f"register_method takes a minimax.runners.Method, got {type(method).__name__}")
     if not method.name or not method.name.replace("_", "").isalnum():
         raise ValueError(f"a method name is letters, digits and underscores, got {method.name!r}")
     if method.name in _METHODS and not replace and _METHODS[method.name] != method:
         raise ValueError(f"method {method.name!r} is already registered (pass replace=True to replace it)")
+    for group, cls in method.options.items():
+        if not (dataclasses.is_dataclass(cls) and isinstance(cls, type)):
+            raise TypeError(f"method {method.name!r}: option group {group!r} must be a dataclass class, got {cls!r}")
+        other = next((m for m in _METHODS.values() if m.name != method.name and
+                      m.options.get(group, cls) is not cls), None)
+        if other is not None:
+            raise ValueError(f"method {method.name!r}: option group {group!r} is {other.options[group].__name__} "
+                             f"of method {other.name!r}; name its own group differently")
     _METHODS[method.name] = method
     return method
 
 
 def get_method(name: str) -> Method:
     """The registered method `name`; an unknown name is a `ValueError` listing the registered ones."""
+    _load_builtins()
     try:
         return _METHODS[name]
     except KeyError:
@@ -115,4 +150,11 @@ def get_method(name: str) -> Method:
 
 def method_names() -> tuple[str, ...]:
     """Every registered `--method` name, ours first in registration order."""
+    _load_builtins()
     return tuple(_METHODS)
+
+
+def method_groups() -> dict[str, type]:
+    """`{group: class}` of every registered method's options, in registration order."""
+    _load_builtins()
+    return {g: cls for m in _METHODS.values() for g, cls in m.options.items()}
