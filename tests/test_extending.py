@@ -12,7 +12,7 @@ import pytest
 
 from minimax.config import ConfigError, TrainConfig
 from minimax.config.experiments import experiment_options
-from minimax.config.method_options import unused_options
+from minimax.config.table import unused_options
 from minimax.runners import get_method, method_names
 from minimax.training.cli import parse_config
 from minimax.training.loop import train

@@ -64,7 +64,9 @@ def is_host_env_run(argv: list[str]) -> bool:
 
 def load_plugins(argv: list[str]) -> list[str]:
     """Import every `--plugin MODULE_OR_FILE.py` (a user's method, score or environment registers itself on
-    import) and return `argv` without them. A plugin that cannot be imported is a `SystemExit` naming it."""
+    import) and return `argv` without them. A plugin that cannot be imported is a `SystemExit` naming it.
+    A file already imported from the same path is not run again (a second command in one process, a
+    test's, keeps the classes its registrations and configs were made with)."""
     rest, plugins = [], []
     it = iter(argv)
     for a in it:
@@ -79,6 +81,9 @@ def load_plugins(argv: list[str]) -> list[str]:
                 spec = importlib.util.spec_from_file_location(path.stem, path)
                 if spec is None or not path.is_file():
                     raise ImportError(f"no file {path}")
+                loaded = sys.modules.get(path.stem)
+                if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() == path.resolve():
+                    continue
                 module = importlib.util.module_from_spec(spec)
                 sys.modules[path.stem] = module
                 spec.loader.exec_module(module)

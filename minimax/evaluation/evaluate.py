@@ -33,7 +33,7 @@ from minimax.config import OPTIONS, ConfigError, TrainConfig
 from minimax.config.experiments import experiment_groups
 from minimax.host.config import is_host_config
 from minimax.envs.images import save_gif
-from minimax.envs.registry import UEDEnv, get_env
+from minimax.envs.registry import UEDEnv, env_groups, get_env
 from minimax.core.options import parse_assignments
 from minimax.runners.eval import EvalRunner
 from minimax.evaluation.aggregates import aggregate_results, print_aggregates, write_aggregates
@@ -126,7 +126,7 @@ class PolicyEvaluator:
                 a.shape == b.shape and np.array_equal(a, b) for a, b in zip(leaves, first_leaves))
             if not same:
                 a, b = first_cfg.options(), cfg.options()
-                names = [n for n in CVAR_OPTIONS if a[n] != b[n]]
+                names = [n for n in cvar_options() if a[n] != b[n]]
                 differ = "; ".join(f"{n} {a[n]!r} in {first_run} but {b[n]!r} in {run}" for n in names)
                 differ = differ or "their generators differ"
                 raise EvaluateError(
@@ -271,15 +271,18 @@ class EvaluateConfig:
     def cvar_overrides(self) -> dict:
         """`--cvar-set` as `{option: value}`; only options of the environment group (the generator's)."""
         overrides = parse_assignments(self.cvar_set, TrainConfig.option_types())
-        other = sorted(set(overrides) - set(CVAR_OPTIONS))
+        allowed = cvar_options()
+        other = sorted(set(overrides) - set(allowed))
         if other:
             raise ConfigError(f"--cvar-set sets options of the level generator's environment; {', '.join(other)} "
-                              f"is not one (these are: {', '.join(sorted(CVAR_OPTIONS))})")
+                              f"is not one (these are: {', '.join(sorted(allowed))})")
         return overrides
 
 
-CVAR_OPTIONS = tuple(name for name, (group, _) in OPTIONS.items() if group == "env")
-"""Options `--cvar-set` may change: the environment group's (its level generator reads them)."""
+def cvar_options() -> tuple[str, ...]:
+    """Options `--cvar-set` may change: the environment's, shared and own (its level generator reads them)."""
+    groups = {"env", *env_groups()}
+    return tuple(name for name, (group, _) in OPTIONS.items() if group in groups)
 
 CVAR_DEFAULT_LEVELS = 10_000
 """`--cvar` without a count: the SFL paper's 10,000 sampled levels."""

@@ -21,9 +21,10 @@ REPLAY_OPTIONS = {"replay": ReplayConfig}
 declares (the parallel methods replay every cycle once the buffer is ready and have no coin)."""
 
 
-def plr_builder(runner_class: type):
+def plr_builder(runner_class: type, own: tuple[str, ...] = ()):
     """`parts -> runner` for a `PLRFamilyRunner` subclass (its constructor's signature): the groups its
-    method does not declare (a parallel method's coin, a method's mutation) keep their defaults."""
+    method does not declare (a parallel method's coin, a method's mutation) keep their defaults; `own`
+    names the method's own groups, passed to the constructor as keyword arguments of those names."""
 
     def build(parts):
         cfg, spec = parts.cfg, parts.spec
@@ -31,7 +32,7 @@ def plr_builder(runner_class: type):
         return runner_class(*parts.args, buffer=cfg.buffer, curriculum=cfg.curriculum, mutator=mutator,
                             level_metrics=spec.level_metrics, level_identity=spec.level_identity,
                             shard=parts.shard, level_facts=spec.level_facts, replay=cfg.replay,
-                            mutation=cfg.mutation)
+                            mutation=cfg.mutation, **{g: getattr(cfg, g) for g in own})
 
     return build
 
@@ -40,11 +41,13 @@ def plr_method(runner_class: type, summary: str = "", name: str = "", coin_repla
                options: dict | None = None) -> Method:
     """The `Method` of a `PLRFamilyRunner` subclass (named `runner_class.method` unless `name`);
     `coin_replay`: it reads `--replay-prob` (plain and robust PLR, ACCEL; not the parallel ones);
-    `options`: option groups of its own, beside the family's."""
+    `options`: option groups of its own, beside the family's (`{"eager": EagerOptions}`: the runner's
+    constructor then takes `eager=` the run's values; `tests/plugins/eager_plr.py`)."""
     mutates = bool(runner_class.mutates)
     groups = {**PLR_OPTIONS, **(MUTATION_OPTIONS if mutates else {}), **(REPLAY_OPTIONS if coin_replay else {}),
               **(options or {})}
-    return Method(name or runner_class.method, build=plr_builder(runner_class), summary=summary, options=groups,
+    build = plr_builder(runner_class, own=tuple(options or ()))
+    return Method(name or runner_class.method, build=build, summary=summary, options=groups,
                   level_buffer=True, mutates=mutates, trains_every_cycle=bool(runner_class.trains_every_cycle),
                   trains_only_on_replays=bool(runner_class.trains_only_on_replays),
                   problems=lambda cfg, spec: curriculum_problems(cfg, mutates),
