@@ -37,7 +37,7 @@ class WarmupPLR(RobustPLRRunner):
     method = "warmup_plr"
 
     def decide_replay(self, key, buffer, training_set):
-        return buffer_ready(self, buffer) & jax.random.bernoulli(key, self.cur.replay_prob * fill_ratio(buffer))
+        return buffer_ready(self, buffer) & jax.random.bernoulli(key, self.replay.replay_prob * fill_ratio(buffer))
 
 
 minimax.register_score("positive_td", positive_td, replace=True)

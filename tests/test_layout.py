@@ -33,6 +33,14 @@ def test_only_the_commands_read_the_command_line():
     assert not readers, readers
 
 
+def test_the_config_imports_nothing_from_the_runners():
+    """`config/` reads the method registry (`core/methods.py`); the option groups it assembles are declared by
+    the methods and environments that own them, so no module of `config/` names a runner module."""
+    named = [f"{p.relative_to(PACKAGE)}:{line} {module}" for p in MODULES if p.relative_to(PACKAGE).parts[0] == "config"
+             for module, line in imports(p) if module.startswith("minimax.runners")]
+    assert not named, named
+
+
 def test_every_module_lives_in_a_layer():
     assert {p.relative_to(PACKAGE).parts[0] for p in MODULES} == set(LAYERS)
     top = sorted(p.name for p in PACKAGE.glob("*.py"))

@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import re
 
 import jax
 import numpy as np
@@ -218,7 +219,7 @@ def test_a_run_saved_with_a_flat_config_resumes_and_evaluates(reference_run, tmp
     assert [p.step for p in load_policies(run_dir)] == [20]
 
 
-def test_every_option_is_one_flat_flag_with_help_and_a_home():
+def test_every_option_is_one_flat_flag_with_help_and_a_home(monkeypatch):
     """An option is written once (its field and docstring) and is a flag, a config.json entry and a check."""
     from minimax.config import OPTIONS  # noqa: PLC0415
     from minimax.core.options import flag  # noqa: PLC0415
@@ -226,14 +227,31 @@ def test_every_option_is_one_flat_flag_with_help_and_a_home():
     import contextlib  # noqa: PLC0415
     import io  # noqa: PLC0415
 
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
-        parse_config(["--help"])
-    text = out.getvalue()
-    for name in OPTIONS:
-        assert flag(name) in text, name
+    from minimax.config.table import declared_groups  # noqa: PLC0415
+    from minimax.core.methods import method_names  # noqa: PLC0415
+    from minimax.envs.registry import env_names  # noqa: PLC0415
+
+    monkeypatch.setenv("COLUMNS", "100")  # one column of options: an entry starts its line
+
+    def help_of(method, env):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+            parse_config(["--method", method, "--env", env, "--help"])
+        return out.getvalue()
+
+    # Each option is in the --help of a method and environment that declare its group, and only there.
+    shown = {}
+    for method, env in [(m, "maze") for m in method_names()] + [("dr", e) for e in env_names()]:
+        text, declared = help_of(method, env), declared_groups(method, env)
+        for name, (group, _) in OPTIONS.items():
+            # An entry starts its line (after tyro's box edge when it draws one), a mention does not.
+            listed = re.search(rf"^[│|]?\s*{re.escape(flag(name))}([ ,]|$)", text, re.M) is not None
+            assert listed == (group is None or group in declared), (method, env, name)
+            shown[name] = shown.get(name, False) or listed
+    assert all(shown.values()), [n for n, s in shown.items() if not s]
+    text = " ".join(help_of("robust_plr", "maze").replace("│", " ").split())  # tyro wraps its lines
     assert "--total-gradient-steps" not in text  # derived by the builder, not an option
-    assert "Level buffer capacity" in text and "Adam learning rate" in text  # the fields' docstrings
+    assert "Level buffer capacity" in text and "Learning rate of the optimiser" in text  # the fields' docstrings
     cfg = TrainConfig.from_options(buffer_size=100, greedy_eps=0.2, lr=3e-4, n_walls=10, n_mutations=3)
     assert (cfg.buffer.capacity, cfg.buffer.eps, cfg.ppo.lr, cfg.env.n_walls, cfg.mutation.n_mutations) == (
         100, 0.2, 3e-4, 10, 3)

@@ -71,7 +71,7 @@ def expected_budget(cfg: TrainConfig, updates: int) -> dict:
     ready = cur.ready_at(cfg.buffer.capacity)
     if cfg.method in ("robust_plr", "accel"):
         warmup = math.ceil(ready / n)
-        cycles = warmup + updates / cur.replay_prob
+        cycles = warmup + updates / cfg.replay.replay_prob
         batches = cycles + (updates if cfg.method in MUTATION_METHODS else 0)
     elif cfg.method in ("parallel_plr", "parallel_accel"):
         groups = 3 if cfg.method in MUTATION_METHODS else 2

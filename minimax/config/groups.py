@@ -16,7 +16,7 @@ from minimax.models.s5 import s5_shape_problem
 from minimax.core.options import check
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class EnvConfig:
     """The environment: the options every environment shares. The chosen environment's own options
     (maze size, JaxNav's maps, ...) are the group it declared (`envs/registry.py: register`), and read
@@ -49,6 +49,20 @@ class EnvConfig:
         out = dataclasses.replace(self)
         object.__setattr__(out, "_own", own)
         return out
+
+    def values(self) -> dict:
+        """Every option the environment reads, shared and own, by field name."""
+        own = self.__dict__.get("_own")
+        return {**dataclasses.asdict(self), **(dataclasses.asdict(own) if own is not None else {})}
+
+    def _key(self):
+        return tuple(getattr(self, f.name) for f in dataclasses.fields(self)), self.__dict__.get("_own")
+
+    def __eq__(self, other):  # its own options count: two mazes of other sizes are other environments
+        return type(other) is type(self) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
 
     def __getattr__(self, name):
         own = self.__dict__.get("_own")

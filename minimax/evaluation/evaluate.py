@@ -99,7 +99,7 @@ class PolicyEvaluator:
         return self._runners[key]
 
     def generator(self, cfg: TrainConfig):
-        key = tuple(sorted(dataclasses.asdict(cfg.env).items()))
+        key = tuple(sorted(cfg.env.values().items()))
         return self._generators.setdefault(key, level_generator(cfg))  # one object: its program is reused
 
     def cvar_config(self, cfg: TrainConfig) -> TrainConfig:
@@ -115,7 +115,7 @@ class PolicyEvaluator:
         drawn = {}
         for p in policies:
             cfg = self.cvar_config(p.cfg)
-            key = tuple(sorted(dataclasses.asdict(cfg.env).items()))
+            key = tuple(sorted(cfg.env.values().items()))
             if key not in drawn:
                 levels = jax.device_get(jax.vmap(self.generator(cfg))(keys))
                 drawn[key] = (p.run, cfg, [np.asarray(x) for x in jax.tree.leaves(levels)])
