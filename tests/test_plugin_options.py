@@ -51,7 +51,7 @@ def test_a_plugin_methods_own_option_trains_resumes_and_evaluates(tmp_path, caps
     assert "--eager-replay-prob" in help_text(capsys, base)
     assert "--eager-replay-prob" not in help_text(capsys, ["--plugin", EAGER, "--method", "robust_plr"])
     err = refusal(capsys, ["--plugin", EAGER, "--method", "robust_plr", "--eager-replay-prob", "0.5", *TINY])
-    assert "--method robust_plr on --env maze does not use --eager-replay-prob" in err
+    assert "--method robust_plr does not use --eager-replay-prob, nor does --env maze" in err
     assert "eager options: --method eager_plr" in err
     err = refusal(capsys, [*base, "--replay-prob", "0.5", *TINY])  # the coin it does not have
     assert "does not use --replay-prob" in err
@@ -79,7 +79,7 @@ def test_a_plugin_environments_own_option_trains_resumes_and_evaluates(tmp_path,
     shown = help_text(capsys, base)
     assert "--ring-length" in shown and "--maze-height" not in shown
     err = refusal(capsys, [*base, "--maze-height", "5", *TINY])
-    assert "--method dr on --env ring does not use --maze-height" in err and "maze options: --env maze" in err
+    assert "--method dr does not use --maze-height, nor does --env ring" in err and "maze options: --env maze" in err
     assert "--maze-height" not in help_text(capsys, ["--plugin", RING, "--env", "ring"])
 
     train_main([*base, "--ring-length", "5", "--num-updates", "2", *TINY])

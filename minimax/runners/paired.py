@@ -311,9 +311,17 @@ def _build(parts):
                         level_metrics=parts.spec.level_metrics, shard=parts.shard, level_facts=parts.spec.level_facts)
 
 
+def _teacher_problems(cfg, spec):
+    """The teacher group's checks, where the environment has a design MDP (the maze's options); without one
+    the config's checks already refuse the method (`config/checks.py`)."""
+    if spec is None or spec.teacher is None:
+        return ()
+    return cfg.teacher.problems(cfg.method, cfg.env, cfg.model, cfg.num_envs)
+
+
 for _name, _summary in (("paired", "PAIRED: a teacher paid the protagonist-antagonist regret designs the levels"),
                         ("pop_paired", "population PAIRED: the teacher's regret over a population of students"),
                         ("minimax_adversary", "the minimax adversary: a teacher paid the student's failure")):
     register_method(Method(_name, build=_build, summary=_summary, options={"teacher": TeacherConfig}, designs_levels=True,
                            trains_every_cycle=True, runner=PAIREDRunner,
-                           problems=lambda cfg, spec: cfg.teacher.problems(cfg.method, cfg.env, cfg.model, cfg.num_envs)))
+                           problems=_teacher_problems))

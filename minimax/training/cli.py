@@ -122,19 +122,20 @@ def refuse_undeclared(argv: list[str], method: str, env: str) -> None:
     declared = declared_groups(method, env)
     if declared is None:
         return
-    unused = []
+    unused = set()
     for arg in argv:
         name = arg.split("=", 1)[0][2:].replace("-", "_") if arg.startswith("--") else ""
         if name.startswith("no_") and name not in OPTIONS and OPTION_TYPES.get(name[3:]) is bool:
             name = name[3:]
         group = OPTIONS.get(name, (None,))[0]
-        if group is not None and group not in declared and name not in unused:
-            unused.append(name)
+        if group is not None and group not in declared:
+            unused.add(name)
     if unused:
         them = "them" if len(unused) > 1 else "it"
         groups = sorted({OPTIONS[n][0] for n in unused})
-        raise ConfigError(f"--method {method} on --env {env} does not use {', '.join(flag(n) for n in unused)}: leave "
-                          f"{them} out (" + "; ".join(f"{flag(g)[2:]} options: {owners(g)}" for g in groups) + ")")
+        raise ConfigError(f"--method {method} does not use {', '.join(flag(n) for n in sorted(unused))}, nor does "
+                          f"--env {env}: leave {them} out (" + "; ".join(f"{flag(g)[2:]} options: {owners(g)}"
+                                                                       for g in groups) + ")")
 
 
 def main(argv: list[str]) -> None:
