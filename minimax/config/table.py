@@ -21,7 +21,7 @@ from minimax.agents.ppo import PPOConfig
 from minimax.config.groups import EnvConfig, EvalConfig, ModelConfig
 from minimax.config.run import RunOptions
 from minimax.core.methods import get_method, method_groups, method_names
-from minimax.core.options import ConfigError, _hints, _strip, flag_names, flatten, is_derived
+from minimax.core.options import ConfigError, flatten, option_table
 from minimax.envs.registry import env_group, env_groups, env_names
 
 CORE_GROUPS: dict[str, type] = {"env": EnvConfig, "model": ModelConfig, "ppo": PPOConfig, "eval": EvalConfig}
@@ -77,21 +77,6 @@ def with_defaults(groups: OptionGroups) -> OptionGroups:
     return groups.replace(**missing) if missing else groups
 
 
-def _group_table(groups: dict[str, type]) -> tuple[dict, dict]:
-    """`({option: (group or None, field)}, {option: type})`, refusing an option named twice."""
-    paths, types, owner = {}, {}, {}
-    for group, cls in [(None, RunOptions), *groups.items()]:
-        hints = _hints(cls)
-        for field, name in flag_names(cls).items():
-            if is_derived(hints[field]):
-                continue
-            if name in paths:
-                raise ConfigError(f"option {name!r} of group {group or 'run'!r} is already an option of group "
-                                  f"{owner[name] or 'run'!r}: flags are flat, so each name is one option")
-            paths[name], types[name], owner[name] = (group, field), _strip(hints[field]), group
-    return paths, types
-
-
 _CACHE: dict = {}
 
 
@@ -100,7 +85,7 @@ def tables() -> tuple[dict, dict, dict]:
     groups = {**CORE_GROUPS, **registered_groups()}
     key = tuple((n, id(c)) for n, c in groups.items())
     if _CACHE.get("key") != key:
-        _CACHE.update(key=key, value=(groups, *_group_table(groups)))
+        _CACHE.update(key=key, value=(groups, *option_table({None: RunOptions, **groups})))
     return _CACHE["value"]
 
 

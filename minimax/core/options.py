@@ -154,18 +154,19 @@ def is_derived(tp) -> bool:
     return any(m is tyro.conf.Suppress for m in getattr(tp, "__metadata__", ()))
 
 
-def option_table(cls, groups: dict[str, type]) -> tuple[dict, dict]:
-    """`({option: (group or None, field)}, {option: type})` of a config dataclass `cls` whose fields
-    named in `groups` are option groups; options are keyed by flat (flag) name."""
+def option_table(groups: dict[str | None, type]) -> tuple[dict, dict]:
+    """`({option: (group or None, field)}, {option: type})` of option groups (`None`: the top level's own
+    options); options are keyed by flat (flag) name, so a name two groups give is a `ConfigError` naming both."""
     paths, types = {}, {}
-    for f in dataclasses.fields(cls):
-        owner, prefix = (groups[f.name], f.name) if f.name in groups else (cls, None)
-        hints = _hints(owner)
-        for field, name in flag_names(owner).items():
-            if prefix is None and field != f.name:
+    for group, cls in groups.items():
+        hints = _hints(cls)
+        for field, name in flag_names(cls).items():
+            if is_derived(hints[field]):
                 continue
-            if not is_derived(hints[field]):
-                paths[name], types[name] = (prefix, field), _strip(hints[field])
+            if name in paths:
+                raise ConfigError(f"option {name!r} of group {group or 'run'!r} is already an option of group "
+                                  f"{paths[name][0] or 'run'!r}: flags are flat, so each name is one option")
+            paths[name], types[name] = (group, field), _strip(hints[field])
     return paths, types
 
 

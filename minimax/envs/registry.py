@@ -52,7 +52,6 @@ import operator
 from typing import Any, Callable
 
 
-
 def check_n_edits(n_edits) -> int:
     """A mutator factory's `n_edits` as an int, or a `ValueError` naming the bad value (every
     environment's mutators take the same argument, so they check it the same way)."""
@@ -154,8 +153,9 @@ def register(name: str, loader: Callable[[], UEDEnv], requires: str = "", option
     environments imports none of them (their packages may pull in heavy dependencies);
     `requires` names the optional extra whose absence makes `get_env` say what to install;
     `options`, a frozen dataclass of the environment's own options (its fields are flags of
-    `train.py`, its docstrings their help), becomes the run config's group `name`; it must import
-    without the environment's package."""
+    `train.py`, its docstrings their help), becomes the run config's group `env_group(name)`: `name`,
+    or the first environment's that registered the same class. It must import without the
+    environment's package."""
     if options is not None and not (dataclasses.is_dataclass(options) and isinstance(options, type)):
         raise TypeError(f"register({name!r}, options=...) takes a dataclass class, got {options!r}")
     _REGISTRY[name] = loader
