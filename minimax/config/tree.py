@@ -29,8 +29,8 @@ from minimax.config.groups import EnvConfig, EvalConfig, ModelConfig
 from minimax.config.presets import PRESET_OPTIONS, preset_method
 from minimax.config.release import is_release_config, release_options
 from minimax.config.run import RunOptions
-from minimax.config.table import (GROUPS, OPTION_TYPES, OPTIONS, OptionGroups, flat_config,  # noqa: F401
-                                  registered_groups, with_defaults)
+from minimax.config.table import (CORE_GROUPS, GROUPS, OPTION_TYPES, OPTIONS, OptionGroups,  # noqa: F401
+                                  flat_config, registered_groups, with_defaults)
 from minimax.core.files import write_atomically
 from minimax.core.options import ConfigError, flag_names, raise_problems, read_config_json, type_problems
 from minimax.core.versions import with_versions, without_versions
@@ -138,7 +138,7 @@ class TrainConfig(RunOptions):
         parts = {g: dataclasses.replace(getattr(self, g), **{OPTIONS[n][1]: v for n, v in options.items()
                                                            if OPTIONS[n][0] == g})
                  for g in {OPTIONS[n][0] for n in options} - {None}}
-        core = {g: parts.pop(g) for g in list(parts) if g in CORE}
+        core = {g: parts.pop(g) for g in list(parts) if g in CORE_GROUPS}
         groups = self.groups.replace(**parts) if parts else self.groups
         return dataclasses.replace(self, **top, **core, groups=groups)
 
@@ -214,10 +214,6 @@ class TrainConfig(RunOptions):
 RETIRED = ("max_search_rollouts",)
 """Options of older runs that no longer exist (ignored when their config is read): the cap on a
 step's gradient-free search, from before a PLR-family step became one cycle."""
-
-CORE = ("env", "model", "ppo", "eval")
-"""The groups that are fields of `TrainConfig` (every run reads them); the others live in `groups`."""
-
 
 class _Presets(Mapping):
     """`{preset name: TrainConfig}`, each built (and checked) on first access. Building them all at import

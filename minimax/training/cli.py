@@ -18,7 +18,7 @@ from minimax.training.checkpoint import CheckpointError
 from minimax.config import ConfigError, TrainConfig
 from minimax.config.run import RunOptions
 from minimax.core.options import flag
-from minimax.config.table import GROUPS, OPTION_TYPES, OPTIONS, declared_groups, owners
+from minimax.config.table import CORE_GROUPS, GROUPS, OPTION_TYPES, OPTIONS, declared_groups, owners
 from minimax.core.methods import method_names
 from minimax.envs.registry import env_names
 from minimax.training.devices import DeviceError
@@ -110,7 +110,7 @@ def _parse(argv: list[str], default: TrainConfig, declared) -> TrainConfig:
                       "Environments: " + ", ".join(env_names()) + "; on the host: procgen-<game>, gym-<id> (--env). "
                       "Presets: " + ", ".join(PRESETS) + " (--preset); --config PATH starts from a saved config.json "
                       "instead. The options listed are those of --method and --env (`--method accel --help`).")
-    core = {g: getattr(parsed, g) for g in ("env", "model", "ppo", "eval")}
+    core = {g: getattr(parsed, g) for g in CORE_GROUPS}
     own = {g: getattr(parsed, g) for g in groups if g not in core}
     return dataclasses.replace(default, **{n: getattr(parsed, n) for n in run}, **core,
                                groups=default.groups.replace(**own))
