@@ -85,7 +85,14 @@ def test_host_update_is_the_ppo_update():
     (["--env", "procgen-coinrun", "--seeds", "0,1"], "--seeds: host-environment runs train one seed per run"),
     (["--env", "procgen-coinrun", "--num-seeds", "2"], "run one command per --seed"),
     (["--env", "procgen-coinrun", "--buffer-size", "50"], "its size is --train-levels"),
-    (["--env", "procgen-coinrun", "--num-env-steps", "lots"], "--num-env-steps takes an integer, got 'lots'"),
+    (["--env", "procgen-coinrun", "--num-env-steps", "64"], "--num-env-steps is an old host option name: give "
+                                                             "--num-updates ceil(S / (num_envs x num_steps))"),
+    (["--env", "procgen-coinrun", "--strategy=value_l1"], "--strategy is an old host option name: give "
+                                                          "--score-function (old score names: value_l1 is l1_value_loss"),
+    (["--env", "procgen-coinrun", "--score-function", "positive_value_loss"], "give --score-function pvl"),
+    (["--env", "procgen-coinrun", "--method", "accel"], "--method accel runs on the compiled path only"),
+    (["--env", "procgen-coinrun", "--method", "nope"], "--method 'nope' is no registered method; on a host "
+                                                       "environment (--env procgen-coinrun): dr"),
 ])
 def test_bad_input_is_one_line(argv, message, tmp_path, capsys):
     """...and leaves nothing behind: no run directory for a run that could not start."""
@@ -194,27 +201,26 @@ def test_the_compiled_paths_option_names_train_a_host_run(tmp_path, capsys):
             s.score_transform) == ("pvl", 0.5, 0.1, 0.7, 0.2, 0.2, "power")
 
 
-def test_old_host_names_parse_as_the_new_ones_with_a_deprecation_line(tmp_path, capsys):
-    out = ["--env", "procgen-bigfish", "--num-envs", "4", "--num-steps", "8", "--out-dir", str(tmp_path)]
-    old = parse_host_config(out + ["--num-env-steps", "65", "--strategy", "value_l1", "--alpha", "0.5", "--eps=0.1",
-                                   "--nu", "0.25", "--num-train-levels", "6"])
-    err = capsys.readouterr().err
-    for new in ("--num-updates 3 --budget env_steps", "--score-function l1_value_loss", "--score-alpha",
-                "--greedy-eps", "--replay-prob 0.75", "--train-levels"):
-        assert new in err, new
-    assert all(line.startswith("warning: ") and "deprecated" in line or "now called" in line
-               for line in err.strip().splitlines())
-    new = parse_host_config(out + ["--num-updates", "3", "--budget", "env_steps", "--score-function", "l1_value_loss",
-                                   "--score-alpha", "0.5", "--greedy-eps", "0.1", "--replay-prob", "0.75",
-                                   "--train-levels", "6"])
-    assert capsys.readouterr().err == ""
-    assert old == new
-    # The reference's formulas keep their own names: the old TD and entropy scores are not the compiled path's.
-    assert parse_host_config(out + ["--strategy", "one_step_td_error"]).sampler.score_function == \
-        "one_step_td_level_replay"
-    assert parse_host_config(out + ["--strategy", "policy_entropy"]).sampler.score_function == \
-        "normalized_policy_entropy"
-    assert parse_host_config(out + ["--score-function", "policy_entropy"]).sampler.score_function == "policy_entropy"
+def test_a_plugin_method_with_a_host_protocol_trains_on_the_host_and_the_run_options_are_the_compiled_paths(tmp_path):
+    """`--method` on the host path comes from the registry (`Method.host`); the run options are one
+    dataclass (`config/run.py: RunOptions`) with the PLR paper's defaults."""
+    from minimax.config.run import RunOptions  # noqa: PLC0415
+    from minimax.core.methods import Method, get_method, register_method  # noqa: PLC0415
+
+    shared = {f.name for f in dataclasses.fields(RunOptions)}
+    assert shared <= {f.name for f in dataclasses.fields(HostTrainConfig)}
+    assert {"num_updates", "budget", "num_envs", "log_every", "checkpoint_every", "resume"} <= shared
+    host = HostTrainConfig()
+    assert (host.num_envs, host.num_steps, host.num_updates, host.method) == (64, 256, 1526, "plr")
+    assert RunOptions().num_envs == 32  # the report's, on the compiled path
+    register_method(Method("greedy_plr_host", build=get_method("plr").build, host="sampler",
+                           summary="a test's PLR registered for the host"))
+    cfg = parse_host_config(TINY_ARGV + ["--method", "greedy_plr_host", "--out-dir", str(tmp_path)])
+    assert cfg.protocol == "sampler" and cfg.sampler_config.score_function == "l1_value_loss"
+    assert parse_host_config(TINY_ARGV + ["--method", "dr"]).sampler_config.score_function == "random"
+    assert parse_host_config(TINY_ARGV + ["--budget", "cycles"]).budget == "cycles"
+    with pytest.raises(ValueError, match="host must be one of uniform, sampler, robust"):
+        register_method(Method("bad_host", build=get_method("plr").build, host="fast"))
 
 
 def test_budget_updates_counts_ppo_updates_and_env_steps_counts_rollouts(tmp_path):
@@ -288,9 +294,8 @@ def test_a_run_saved_with_the_old_names_and_directory_name_resumes(tmp_path, cap
     assert (old.num_updates, old.budget, old.train_levels, old.sampler.score_function) == (
         1, "env_steps", 6, "l1_value_loss")
     capsys.readouterr()
-    train_main(["--env", "procgen-bigfish", "--out-dir", str(tmp_path), "--resume", "--num-env-steps", "64"])
-    err = capsys.readouterr().err
-    assert "resuming" in err and "--num-updates 2 --budget env_steps" in err
+    train_main(["--env", "procgen-bigfish", "--out-dir", str(tmp_path), "--resume", "--num-updates", "2"])
+    assert "resuming" in capsys.readouterr().err
     assert [r["update"] for r in _rows(run)] == [1, 2]
     options = {k: v for k, v in saved.items() if k != "versions"}  # a record of the versions, not an option
     assert HostTrainConfig.load(run / "config.json").to_dict() == {

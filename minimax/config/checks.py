@@ -9,10 +9,8 @@ top of these checks, not the other way round).
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from minimax.config.run import run_problems
 from minimax.core.options import flag
-from minimax.core.units import BUDGETS
 from minimax.curricula.scores import SCORES
 from minimax.envs.registry import env_names, get_env
 from minimax.core.methods import get_method, method_names
@@ -44,16 +42,12 @@ def problems(c):
     method = _method(c.method)
     if method is None:
         yield f"--method must be one of {', '.join(method_names())}, got {c.method!r}"
-    if c.budget not in BUDGETS:
-        yield f"--budget must be one of {', '.join(BUDGETS)}, got {c.budget!r}"
-    elif c.curriculum.buffer_png and method is not None and not method.level_buffer:
+    yield from run_problems(c)
+    if c.curriculum.buffer_png and method is not None and not method.level_buffer:
         yield f"--buffer-png draws the PLR family's level buffer; --method {c.method} has none"
-    for name in ("num_updates", "log_every", "keep_checkpoints", "num_envs", "num_steps"):
-        v = getattr(c, name)
-        if not (isinstance(v, int) and not isinstance(v, bool) and v > 0):
-            yield f"{flag(name)} must be > 0, got {v!r}"
-    if not c.checkpoint_every >= 0:
-        yield f"--checkpoint-every must be >= 0, got {c.checkpoint_every!r}"
+    if not (isinstance(c.keep_checkpoints, int) and not isinstance(c.keep_checkpoints, bool)
+            and c.keep_checkpoints > 0):
+        yield f"--keep-checkpoints must be > 0, got {c.keep_checkpoints!r}"
     if not c.ppo.lr > 0:  # PPOConfig allows 0 (a frozen policy); a training run does not
         yield f"--lr must be > 0, got {c.ppo.lr!r}"
     if c.num_envs > 0 and c.ppo.n_minibatches > 0 and c.num_envs % c.ppo.n_minibatches:
@@ -62,8 +56,6 @@ def problems(c):
         for name, value in (("eval_every", c.eval.eval_every), ("checkpoint_every", c.checkpoint_every)):
             if value > 0 and value % c.log_every:
                 yield f"{flag(name)} ({value}) must be a multiple of --log-every ({c.log_every})"
-    if c.run_name and (Path(c.run_name).name != c.run_name or c.run_name in (".", "..")):
-        yield f"--run-name must be a plain directory name, got {c.run_name!r}"
     spec = None
     if c.env.env_name in env_names():
         try:

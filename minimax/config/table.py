@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 from minimax.agents.ppo import PPOConfig
 from minimax.config.groups import EnvConfig, EvalConfig, ModelConfig
-from minimax.config.run import RunOptions
+from minimax.config.run import CompiledRunOptions
 from minimax.core.methods import get_method, method_groups, method_names
 from minimax.core.options import ConfigError, flatten, option_table
 from minimax.envs.registry import env_group, env_groups, env_names
@@ -85,7 +85,7 @@ def tables() -> tuple[dict, dict, dict]:
     groups = {**CORE_GROUPS, **registered_groups()}
     key = tuple((n, id(c)) for n, c in groups.items())
     if _CACHE.get("key") != key:
-        _CACHE.update(key=key, value=(groups, *option_table({None: RunOptions, **groups})))
+        _CACHE.update(key=key, value=(groups, *option_table({None: CompiledRunOptions, **groups})))
     return _CACHE["value"]
 
 

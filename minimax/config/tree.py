@@ -28,7 +28,7 @@ from minimax.config.checks import (METHODS, MUTATION_METHODS, PLR_METHODS, TEACH
 from minimax.config.groups import EnvConfig, EvalConfig, ModelConfig
 from minimax.config.presets import PRESET_OPTIONS, preset_method
 from minimax.config.release import is_release_config, release_options
-from minimax.config.run import RunOptions
+from minimax.config.run import CompiledRunOptions
 from minimax.config.table import (CORE_GROUPS, GROUPS, OPTION_TYPES, OPTIONS, OptionGroups,  # noqa: F401
                                   flat_config, registered_groups, with_defaults)
 from minimax.core.files import write_atomically
@@ -42,7 +42,7 @@ def _group(cls):
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainConfig(RunOptions):
+class TrainConfig(CompiledRunOptions):
     """Train a student with an autocurriculum (domain randomisation, PLR, ACCEL, PAIRED, SFL, NCC) on a UED
     environment (AMaze by default)."""
 
@@ -155,7 +155,7 @@ class TrainConfig(RunOptions):
     # ---------------------------------------------------------------- files
     def to_dict(self) -> dict:
         """The nested tree of options, one entry per group (derived fields, like the annealing horizon, left out)."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(RunOptions)}
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(CompiledRunOptions)}
         for group in GROUPS:
             names = flag_names(GROUPS[group])
             values = dataclasses.asdict(getattr(self, group))

@@ -83,6 +83,9 @@ class Method:
     """`cfg -> ((flag, value), ...)`: sizes that must split evenly over the data-parallel devices."""
     runner: type | None = None
     """The runner class (for class-level facts such as `evaluated_agent`); optional."""
+    host: str | None = None
+    """How the method runs on a host environment (Procgen, gymnasium: `host/loop.py`), one of
+    `HOST_PROTOCOLS`; None: on the compiled path only (`--env procgen-*` refuses it in one line)."""
 
     def check(self, cfg, spec) -> Iterable[str]:
         """Every problem of `cfg` this method's declaration can see (`config/checks.py` adds the rest)."""
@@ -102,6 +105,13 @@ def episode_limit(cfg, spec) -> int | None:
     method's `problems` (SFL's and NCC's passes must cover an episode)."""
     return spec.make_params(cfg.env).max_steps if spec is not None else None
 
+
+HOST_PROTOCOLS = {
+    "uniform": "each episode a uniform training level (the PLR paper's baseline)",
+    "sampler": "the level sampler picks each episode's level with --score-function (PLR)",
+    "robust": "one replay decision per rollout; a PPO update only after a rollout of replayed levels (robust PLR)",
+}
+"""The curricula the host loop implements (`host/loop.py`), by the name a `Method.host` gives."""
 
 _METHODS: dict[str, Method] = {}
 _BUILTINS = "minimax.runners"
@@ -129,6 +139,9 @@ def register_method(method: Method, *, replace: bool = False) -> Method:
         raise ValueError(f"a method name is letters, digits and underscores, got {method.name!r}")
     if method.name in _METHODS and not replace and _METHODS[method.name] != method:
         raise ValueError(f"method {method.name!r} is already registered (pass replace=True to replace it)")
+    if method.host is not None and method.host not in HOST_PROTOCOLS:
+        raise ValueError(f"method {method.name!r}: host must be one of {', '.join(HOST_PROTOCOLS)} or None, "
+                         f"got {method.host!r}")
     for group, cls in method.options.items():
         if not (dataclasses.is_dataclass(cls) and isinstance(cls, type)):
             raise TypeError(f"method {method.name!r}: option group {group!r} must be a dataclass class, got {cls!r}")
@@ -154,6 +167,12 @@ def method_names() -> tuple[str, ...]:
     """Every registered `--method` name, ours first in registration order."""
     _load_builtins()
     return tuple(_METHODS)
+
+
+def host_method_names() -> tuple[str, ...]:
+    """The registered methods that run on a host environment (a `Method.host` protocol)."""
+    _load_builtins()
+    return tuple(name for name, m in _METHODS.items() if m.host is not None)
 
 
 def method_groups() -> dict[str, type]:

@@ -14,14 +14,18 @@ facebookresearch/dcd runs it): one replay decision per rollout, every env forced
 level or onto a new one for the whole rollout (an episode that ends restarts the same level), and a
 PPO update only after replay rollouts; new-level rollouts only score their levels.
 
-The options are the compiled path's names where they mean the same (`--num-updates`, `--budget`,
-`--score-function`, `--score-alpha`, `--greedy-eps`, `--replay-prob`, `--train-levels`, ...). A host
+The run's own options are the compiled path's dataclass (`config/run.py: RunOptions`: `--seed`,
+`--run-name`, `--num-updates`, `--budget`, `--num-envs`, cadences, `--resume`, ...), with the PLR
+paper's defaults declared here; the sampler's are the compiled path's names where they mean the same
+(`--score-function`, `--score-alpha`, `--greedy-eps`, `--replay-prob`, ...). `--method` is any
+registered method with a host protocol (`Method.host`: `uniform`, `sampler` or `robust`). A host
 *update* is one rollout of `--num-envs` x `--num-steps` env steps followed by one PPO update.
 `--num-updates` counts units of `--budget`: `updates` (PPO updates: robust PLR plays as many
-new-level rollouts as it needs in between, as on the compiled path) or `env_steps` (batches of
-`--num-envs` x `--num-steps` env steps, every rollout counting, whether it trained or not: the PLR
-papers' env-step budgets). For plr and dr, whose every rollout trains, the two are the same. The
-host path's old names keep working for one release (`legacy_options.py`).
+new-level rollouts as it needs in between, as on the compiled path) or `env_steps` / `cycles`
+(rollouts of `--num-envs` x `--num-steps` env steps, every one counting, whether it trained or not:
+the PLR papers' env-step budgets). For plr and dr, whose every rollout trains, they are the same.
+The host path's old option names are refused naming the new ones; saved runs with them still load
+(`legacy_options.py`).
 """
 
 from __future__ import annotations
@@ -31,82 +35,68 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Literal
 
 import tyro
 
 from minimax.agents.ppo import PPOConfig
+from minimax.config.run import RunOptions, run_problems
+from minimax.core.methods import get_method, host_method_names
 from minimax.core.files import write_atomically
 from minimax.core.options import ConfigError, check, read_config_json
 from minimax.core.versions import with_versions, without_versions
-from minimax.host.legacy_options import (env_steps_to_updates, translate_argv, translate_saved,
-                                         warn_env_steps)
+from minimax.host.legacy_options import refuse_old_flags, translate_saved
 from minimax.host.level_sampler import SamplerConfig
-
-HostMethod = Literal["dr", "plr", "robust_plr"]
-HostBudget = Literal["updates", "env_steps"]
 
 PROCGEN_PPO = PPOConfig(lr=5e-4, adam_eps=1e-5, gamma=0.999, gae_lambda=0.95, n_epochs=3, n_minibatches=8,
                         clip_eps=0.2, clip_value=True, entropy_coef=0.01, value_coef=0.5, max_grad_norm=0.5)
 
 
 @dataclasses.dataclass(frozen=True)
-class HostTrainConfig:
+class HostTrainConfig(RunOptions):
     """Train a student on a host environment (--env procgen-<game> or gym-<id>) with PLR or uniform levels,
     as the PLR paper's Procgen protocol."""
 
+    # The run options (`config/run.py`), with the PLR paper's protocol's defaults where it has its own.
+    method: str = "plr"
+    """A method with a host protocol (`Method.host`): plr (the level sampler with --score-function), dr (each
+    episode a uniform training level: the paper's baseline), robust_plr (one replay decision per rollout, updates
+    only after replays), or one a --plugin registers with host=..."""
+    num_updates: int = 1526
+    """Length of the run in units of --budget (the default: the PLR paper's 25M env steps of 64 x 256). On a host
+    environment a rollout is one cycle of --num-envs x --num-steps env steps, so cycles and env_steps count the
+    same: every rollout, whether it trained or not; updates: PPO updates (robust PLR's new-level rollouts do not
+    count). --log-every, --eval-every and --checkpoint-every count rollouts (the log's `update`)."""
+    num_envs: int = 64
+    """Parallel environments (the PLR paper's 64)."""
+    log_every: int = 1
+    """Write a log row every N rollouts."""
+    checkpoint_every: int = 25
+    """Save a checkpoint every N rollouts (and at the end)."""
+
+    # The host path's own.
     env: str = "procgen-bigfish"
     """procgen-<game> (the 16 Procgen games) or gym-<gymnasium id> (levels are reset seeds)."""
-    method: HostMethod = "plr"
-    """plr (the level sampler with --score-function), dr (each episode a uniform training level: the paper's baseline) or
-    robust_plr (one replay decision per rollout, updates only after replays)."""
     distribution_mode: str = "easy"
     """Procgen's distribution mode (easy, hard, ...)."""
     train_levels: int = 200
     """Training levels (the PLR paper's finite training set): seeds --start-level ... --start-level + N - 1."""
     start_level: int = 0
     """First training level seed."""
-    seed: int = 0
-    """Random seed (network, PPO minibatches, the sampler, the envs)."""
-    run_name: str = ""
-    """Directory name under --out-dir; empty means '<method>-seed<seed>' (as the compiled path's runs)."""
-    out_dir: str = "runs"
-    """Where run directories are created."""
-    num_updates: int = 1526
-    """Length of the run in units of --budget (the default: the PLR paper's 25M env steps of 64 x 256)."""
-    budget: HostBudget = "updates"
-    """What --num-updates counts: updates (a rollout of --num-envs x --num-steps, then a PPO update; robust PLR's
-    rollouts without an update do not count) or env_steps (batches of --num-envs x --num-steps env steps: every
-    rollout counts). --log-every, --eval-every and --checkpoint-every count rollouts (the log's `update`)."""
-    num_envs: int = 64
-    """Parallel environments."""
-    num_steps: int = 256
-    """Steps per env per rollout."""
     normalize_returns: bool = True
     """Scale rewards by a running std of the discounted return (gamma 0.99, clip 10), as the reference."""
     impala_channels: tuple[int, ...] = (16, 32, 32)
     """Channels of the IMPALA ResNet's stages."""
     hidden: int = 256
     """Width of the IMPALA ResNet's last dense layer (image observations), or of the MLP's two layers (vectors)."""
-    log_every: int = 1
-    """Write a log row every N updates."""
     eval_every: int = 50
-    """Evaluate on test and training levels every N updates (0: only at the end)."""
+    """Evaluate on test and training levels every N rollouts (0: only at the end)."""
     eval_episodes: int = 10
     """Episodes per periodic evaluation, on test levels and on training levels each (the reference's 10)."""
     final_eval_episodes: int = 100
     """Episodes of the final evaluation on test levels (the reference: 1,000)."""
-    checkpoint_every: int = 25
-    """Save a checkpoint every N updates (and at the end)."""
     time_limit: float = 0.0
     """Stop after this many seconds at a checkpoint, with exit status 3 (rerun with --resume to go on); 0 = none.
     For machines lent by the call (a GPU job chained over calls of a few minutes)."""
-    resume: bool = False
-    """Continue the run in --out-dir/--run-name from its last checkpoint."""
-    overwrite: bool = False
-    """Delete an existing run of the same name first."""
-    progress: bool = True
-    """Show a progress bar (plain lines where stdout is no terminal)."""
     ppo: PPOConfig = PROCGEN_PPO
     sampler: SamplerConfig = SamplerConfig()
 
@@ -117,12 +107,10 @@ class HostTrainConfig:
         return self
 
     def _rules(self, c):
+        for problem in run_problems(self):
+            c.add(problem)
+        c.integer("checkpoint_every", 1)  # the host loop checkpoints by `update % checkpoint_every`
         c.integer("train_levels", 1)
-        c.integer("num_envs", 1)
-        c.integer("num_steps", 1)
-        c.integer("num_updates", 1)
-        c.integer("log_every", 1)
-        c.integer("checkpoint_every", 1)
         c.integer("eval_every", 0)
         c.integer("eval_episodes", 1)
         c.integer("final_eval_episodes", 1)
@@ -137,16 +125,27 @@ class HostTrainConfig:
         if (self.num_envs * self.num_steps) % self.ppo.n_minibatches:
             c.add(f"--n-minibatches {self.ppo.n_minibatches} must divide --num-envs x --num-steps "
                   f"({self.num_envs * self.num_steps})")
-        if self.method == "robust_plr" and not self.sampler.scored:
+        method_problem = host_method_problem(self.method, self.env)
+        if method_problem:
+            c.add(method_problem)
+        if self.protocol == "robust" and not self.sampler.scored:
             c.add(f"--method robust_plr needs a level score: --score-function l1_value_loss, pvl, ... "
                   f"(not {self.sampler.score_function!r})")
-        if self.method == "robust_plr" and self.sampler.partial_episodes != "flush":
+        if self.protocol == "robust" and self.sampler.partial_episodes != "flush":
             c.add("--method robust_plr restarts every env at each rollout, so an episode never continues into the "
                   "next one: --partial-episodes must be flush")
         if self.resume and self.overwrite:
             c.add("--resume continues the run and --overwrite deletes it to start afresh: give one of them")
 
     # ------------------------------------------------------------------ derived
+    @property
+    def protocol(self) -> str | None:
+        """The host loop's curriculum for `--method` (`core/methods.py: HOST_PROTOCOLS`); None if it has none."""
+        try:
+            return get_method(self.method).host
+        except ValueError:
+            return None
+
     @property
     def name(self) -> str:
         """`--run-name`, else `<method>-seed<s>`, as the compiled path names a run of a preset's method."""
@@ -173,7 +172,8 @@ class HostTrainConfig:
     @property
     def sampler_config(self) -> SamplerConfig:
         """The sampler the method runs: the configured one for plr, uniform over the training levels for dr."""
-        return self.sampler if self.method != "dr" else dataclasses.replace(self.sampler, score_function="random")
+        return self.sampler if self.protocol != "uniform" else dataclasses.replace(self.sampler,
+                                                                                   score_function="random")
 
     # ------------------------------------------------------------------ files
     def to_dict(self) -> dict:
@@ -198,6 +198,19 @@ class HostTrainConfig:
             return cls(**values).validate()
         except (KeyError, TypeError) as e:
             raise ConfigError(f"config {path} is no host-environment run config: {e}") from None
+
+
+def host_method_problem(method: str, env: str) -> str | None:
+    """What is wrong with `--method` on a host environment (one line naming it and the choices), or None."""
+    choices = ", ".join(host_method_names())
+    try:
+        spec = get_method(method)
+    except ValueError:
+        return f"--method {method!r} is no registered method; on a host environment (--env {env}): {choices}"
+    if spec.host is None:
+        return (f"--method {method} runs on the compiled path only (its levels are a UED environment's, not "
+                f"--env {env}'s seeds); on a host environment: {choices}")
+    return None
 
 
 def host_env_problem(env: str, distribution_mode: str, num_envs: int) -> str | None:
@@ -267,10 +280,11 @@ def _int(flag: str, text: str) -> int:
 
 
 def parse_host_config(argv: list[str]) -> HostTrainConfig:
-    """The command line of a host-environment run (flat flags: `--lr`, `--score-function`; the old host names
-    with a deprecation line, `legacy_options.py`). `--resume` starts from the run's saved config and keeps it:
+    """The command line of a host-environment run (flat flags: `--lr`, `--score-function`; an old host name is
+    refused naming the new one, `legacy_options.py`). `--resume` starts from the run's saved config and keeps it:
     only where it lives, its length and the log, evaluation and checkpoint settings may change."""
-    argv, env_steps = translate_argv(list(argv))
+    argv = list(argv)
+    refuse_old_flags(argv)
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--resume", action="store_true")
     for name in ("run-name", "out-dir", "env", "method", "seed"):
@@ -281,10 +295,6 @@ def parse_host_config(argv: list[str]) -> HostTrainConfig:
         saved = _saved_run(known, HostTrainConfig())
     cfg = tyro.cli(tyro.conf.OmitArgPrefixes[HostTrainConfig], default=saved or HostTrainConfig(), args=argv,
                    prog="train.py", description=HostTrainConfig.__doc__)
-    if env_steps is not None:
-        updates = env_steps_to_updates(env_steps, cfg.num_envs, cfg.num_steps)
-        warn_env_steps(env_steps, updates)
-        cfg = dataclasses.replace(cfg, num_updates=updates, budget="env_steps")
     cfg.validate()
     if saved is not None:
         given, kept = cfg.to_dict(), dataclasses.replace(saved, resume=False).to_dict()

@@ -1,11 +1,12 @@
-"""The host path's option names before it took the JAX path's vocabulary, kept for one release.
+"""The host path's option names before it took the compiled path's vocabulary: saved runs still load,
+a command line with an old name is refused saying the new one.
 
 `python train.py --env procgen-<game>` once took its own names for ideas the compiled path names
-differently (`--strategy` for `--score-function`, `--alpha` for `--score-alpha`, ...). They still
-work until the next release: `translate_argv` rewrites them into today's names and prints one
-deprecation line each, naming the new option (and value). `translate_saved` does the same,
-silently, for a saved `config.json` of an older run, so old runs keep loading (`evaluate.py`) and
-their configs keep resuming. Options that only the compiled path has (`--seeds`, `--preset`,
+differently (`--strategy` for `--score-function`, `--alpha` for `--score-alpha`, ...). Those names
+were deprecated for a release; today `refuse_old_flags` names the replacement of each in one line
+(a rename that changed a value, `--nu` and `--num-env-steps`, says how), and `translate_saved`
+reads a saved `config.json` of an older run in today's names, silently, so old runs keep loading
+(`evaluate.py`) and resuming. Options that only the compiled path has (`--seeds`, `--preset`,
 `--buffer-size`, ...) are refused in one line saying why.
 
 Score names: where the host sampler computes what the compiled path's score of that name computes
@@ -18,14 +19,7 @@ is the entropy divided by that of the uniform policy (`policy_entropy` is the pl
 
 from __future__ import annotations
 
-import math
-import sys
-
 from minimax.core.options import ConfigError
-
-RENAMED_FLAGS = {"--strategy": "--score-function", "--alpha": "--score-alpha", "--eps": "--greedy-eps",
-                 "--num-train-levels": "--train-levels"}
-"""Old host flag -> today's (same values, but score names: `RENAMED_SCORES`)."""
 
 RENAMED_SCORES = {"value_l1": "l1_value_loss", "positive_value_loss": "pvl",
                   "one_step_td_error": "one_step_td_level_replay"}
@@ -33,6 +27,17 @@ RENAMED_SCORES = {"value_l1": "l1_value_loss", "positive_value_loss": "pvl",
 
 OLD_STRATEGY_ONLY = {"policy_entropy": "normalized_policy_entropy"}
 """Old `--strategy` values whose formula today's name of that spelling does not compute."""
+
+OLD_FLAGS = {
+    "--strategy": "--score-function (old score names: value_l1 is l1_value_loss, positive_value_loss pvl, "
+                  "one_step_td_error one_step_td_level_replay, policy_entropy normalized_policy_entropy)",
+    "--alpha": "--score-alpha",
+    "--eps": "--greedy-eps",
+    "--num-train-levels": "--train-levels",
+    "--nu": "--replay-prob 1-P (--nu P was the probability of a new level under --replay-schedule fixed)",
+    "--num-env-steps": "--num-updates ceil(S / (num_envs x num_steps)) --budget env_steps for --num-env-steps S",
+}
+"""Old host flag -> what to give instead."""
 
 JAX_ONLY = {
     "--seeds": "host-environment runs train one seed per run (their envs step on the host: there is nothing to "
@@ -47,85 +52,20 @@ JAX_ONLY = {
 """Options of the compiled path that a host run refuses, with why."""
 
 
-def _warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
-
-
-def _split(arg: str) -> tuple[str, str | None]:
-    return tuple(arg.split("=", 1)) if arg.startswith("--") and "=" in arg else (arg, None)  # type: ignore[return-value]
-
-
-def _score_value(old_flag: str, value: str) -> str:
-    """Today's name of score `value` given under `old_flag` (`--strategy` or `--score-function`)."""
-    new = RENAMED_SCORES.get(value) or (OLD_STRATEGY_ONLY.get(value) if old_flag == "--strategy" else None)
-    if new is not None:
-        _warn(f"score {value!r} is now called {new!r} (the old name goes in the next release): "
-              f"--score-function {new}")
-    return new or value
-
-
-def translate_argv(argv: list[str]) -> tuple[list[str], int | None]:
-    """`argv` with the old host names rewritten to today's (one deprecation line each on stderr), and the
-    value of a deprecated `--num-env-steps` (None if not given), which `parse_host_config` turns into
-    `--num-updates` once `--num-envs` and `--num-steps` are known. Raises `ConfigError` for a compiled-path
-    option or a bad value of a rewritten one."""
-    out, env_steps, i = [], None, 0
-    ours = set(JAX_ONLY) | set(RENAMED_FLAGS) | {"--num-env-steps", "--nu", "--score-function"}
-    while i < len(argv):
-        flag, inline = _split(argv[i])
-        if flag not in ours:
-            out.append(argv[i])
-            i += 1
-            continue
-        has_value = inline is not None or (i + 1 < len(argv) and not argv[i + 1].startswith("--"))
-        value = inline if inline is not None else (argv[i + 1] if has_value else None)
-        step = 1 if inline is not None or not has_value else 2
-        if flag in JAX_ONLY:
-            raise ConfigError(f"{flag}: {JAX_ONLY[flag]}")
-        if flag in ("--num-env-steps", "--nu") and value is None:
-            raise ConfigError(f"{flag} needs a value")
-        if flag == "--num-env-steps":
-            env_steps = _number(flag, value, int)
-        elif flag == "--nu":
-            replay = 1.0 - _number(flag, value, float)
-            _warn(f"--nu is deprecated (it goes in the next release): --nu {value} is --replay-prob {replay:g}, "
-                  "the replay probability of --replay-schedule fixed")
-            out += ["--replay-prob", repr(replay)]
-        elif flag in RENAMED_FLAGS:
-            new = RENAMED_FLAGS[flag]
-            _warn(f"{flag} is deprecated (it goes in the next release): use {new}")
-            if value is not None and flag == "--strategy":
-                value = _score_value(flag, value)
-            out += [new] + ([value] if value is not None else [])
-        elif value is not None:  # --score-function
-            out += [flag, _score_value(flag, value)]
-        else:
-            out.append(flag)
-        i += step
-    return out, env_steps
-
-
-def _number(flag: str, text: str, kind):
-    try:
-        value = kind(text)
-    except ValueError:
-        raise ConfigError(f"{flag} takes {'an integer' if kind is int else 'a number'}, got {text!r}") from None
-    if kind is float and not math.isfinite(value):
-        raise ConfigError(f"{flag} takes a finite number, got {text!r}")
-    return value
-
-
-def env_steps_to_updates(env_steps: int, num_envs: int, num_steps: int) -> int:
-    """`--num-env-steps N` as `--num-updates` of `--budget env_steps`: rollouts of num_envs x num_steps,
-    rounded up (as the old option was)."""
-    if env_steps < 1:
-        raise ConfigError(f"--num-env-steps must be an integer >= 1, got {env_steps}")
-    return -(-env_steps // (num_envs * num_steps))
-
-
-def warn_env_steps(env_steps: int, updates: int) -> None:
-    _warn(f"--num-env-steps is deprecated (it goes in the next release): --num-env-steps {env_steps} is "
-          f"--num-updates {updates} --budget env_steps (batches of --num-envs x --num-steps env steps)")
+def refuse_old_flags(argv: list[str]) -> None:
+    """A `ConfigError` for the first old host name or compiled-only option in `argv`, naming what to give."""
+    for arg in argv:
+        name = arg.split("=", 1)[0]
+        if name in OLD_FLAGS:
+            raise ConfigError(f"{name} is an old host option name: give {OLD_FLAGS[name]}")
+        if name in JAX_ONLY:
+            raise ConfigError(f"{name}: {JAX_ONLY[name]}")
+    if "--score-function" in argv:  # the old score names, under today's flag
+        i = argv.index("--score-function")
+        old = argv[i + 1] if i + 1 < len(argv) else ""
+        if old in RENAMED_SCORES:
+            raise ConfigError(f"--score-function {old} is an old host score name: give --score-function "
+                              f"{RENAMED_SCORES[old]} (the same formula)")
 
 
 def translate_saved(values: dict) -> dict:

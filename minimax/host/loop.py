@@ -88,7 +88,7 @@ class HostRun:
         self.recent = deque(maxlen=100)   # returns of the last 100 finished training episodes
         self.update_count = 0
         self.gradient_updates = 0
-        self.robust = cfg.method == "robust_plr"
+        self.robust = cfg.protocol == "robust"
 
     @property
     def units_done(self) -> int:

@@ -129,7 +129,7 @@ class DRRunner:
 
 register_method(Method(
     "dr", summary="domain randomisation: a fresh level from the generator for every episode", runner=DRRunner,
-    options={"dr": DRConfig}, trains_every_cycle=True,
+    options={"dr": DRConfig}, trains_every_cycle=True, host="uniform",
     build=lambda parts: DRRunner(*parts.args, shard=parts.shard,
                                  restart_each_update=parts.cfg.dr.dr_restart_each_update,
                                  level_facts=parts.spec.level_facts)))

@@ -22,4 +22,5 @@ class PLRRunner(RobustPLRRunner):
         return True
 
 
-register_method(plr_method(PLRRunner, "PLR: each cycle replays buffer levels (p = --replay-prob) or plays new ones; trains on both"))
+register_method(plr_method(PLRRunner, "PLR: each cycle replays buffer levels (p = --replay-prob) or plays new ones; trains on both",
+                            host="sampler"))

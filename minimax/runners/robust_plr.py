@@ -50,4 +50,4 @@ class RobustPLRRunner(CoinReplayRunner):
                       self.num_envs * self.num_steps)
 
 
-register_method(plr_method(RobustPLRRunner, "robust PLR: PLR that trains only on replayed levels"))
+register_method(plr_method(RobustPLRRunner, "robust PLR: PLR that trains only on replayed levels", host="robust"))

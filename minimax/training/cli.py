@@ -16,7 +16,7 @@ import tyro
 
 from minimax.training.checkpoint import CheckpointError
 from minimax.config import ConfigError, TrainConfig
-from minimax.config.run import RunOptions
+from minimax.config.run import CompiledRunOptions
 from minimax.core.options import flag
 from minimax.config.table import CORE_GROUPS, GROUPS, OPTION_TYPES, OPTIONS, declared_groups, owners
 from minimax.core.methods import method_names
@@ -102,8 +102,8 @@ def _parse(argv: list[str], default: TrainConfig, declared) -> TrainConfig:
     groups = [g for g in GROUPS if declared is None or g in declared]
     shape = dataclasses.make_dataclass(
         "TrainConfig", [(g, GROUPS[g], dataclasses.field(default_factory=GROUPS[g])) for g in groups],
-        bases=(RunOptions,), frozen=True, namespace={"__doc__": TrainConfig.__doc__})
-    run = [f.name for f in dataclasses.fields(RunOptions)]
+        bases=(CompiledRunOptions,), frozen=True, namespace={"__doc__": TrainConfig.__doc__})
+    run = [f.name for f in dataclasses.fields(CompiledRunOptions)]
     start = shape(**{n: getattr(default, n) for n in run + groups})
     parsed = tyro.cli(tyro.conf.OmitArgPrefixes[shape], default=start, args=argv, prog="train.py",
                       description=TrainConfig.__doc__ + " Methods: " + ", ".join(method_names()) + " (--method). "
