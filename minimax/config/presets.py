@@ -169,11 +169,18 @@ temperature 0.1, staleness 0.3, a 4,000-level buffer) scoring levels by their PP
 paper builds on PLR's replay; the hyperparameters it used are not available to us, so these are the report's
 robust PLR values with PACE's score (docs/methods.md)."""
 
+CENIE_MAZE = {**_preset("plr"), "preset": "cenie", "method": "cenie", "novelty_coef": 0.5}
+"""PLR-CENIE (NeurIPS 2024; `runners/cenie.py`): robust PLR (Table 5's `plr`) replaying by the mean of the rank
+distributions of regret (MaxMC) and of state-action novelty (alpha 0.5, the paper's). The paper's appendix
+table (window, components, regularisation, its PLR settings) was not readable here: the coverage options are
+`NoveltyConfig`'s defaults, and the PLR ones the report's, as for PACE (docs/methods.md)."""
+
 PRESET_OPTIONS: dict[str, dict] = {**{name: _preset(name) for name in (*TABLE_5, *TABLE_6)}, "sfl": SFL_MAZE,
                                    "ncc": NCC_MAZE, "ncc_reg": NCC_REG_MAZE, "jaxnav_dr": JAXNAV_DR,
                                    "jaxnav_plr": JAXNAV_PLR, "jaxnav_sfl": JAXNAV_SFL, "kinetix_dr": KINETIX_DR,
                                    "kinetix_plr": KINETIX_PLR, "kinetix_accel": KINETIX_ACCEL,
-                                   "kinetix_sfl": KINETIX_SFL, "pace": PACE_MAZE}
+                                   "kinetix_sfl": KINETIX_SFL, "pace": PACE_MAZE,
+                                   "cenie": CENIE_MAZE}
 """The methods' published configurations, by preset name: the minimax report's with an LSTM student
 (its Table 5; the learned-teacher presets share Table 5's PAIRED column) and with an S5
 student (its Table 6, `*_s5`; the S5 PAIRED teacher keeps Table 5's LSTM network, as the report

@@ -177,7 +177,7 @@ def replay_weights(buffer: LevelBuffer, cfg: BufferConfig) -> jax.Array:
 # --------------------------------------------------------------------------- sampling
 
 
-def sample_replay(key, buffer: LevelBuffer, n: int, cfg: BufferConfig, replace: bool = True):
+def sample_replay(key, buffer: LevelBuffer, n: int, cfg: BufferConfig, replace: bool = True, p_score=None):
     """Draw `n` slots from P_replay, one at a time: `(buffer, indices int32[n], levels [n, ...])`.
 
     Each draw sees the buffer as the earlier draws left it: the clock advances by one and the
@@ -185,10 +185,11 @@ def sample_replay(key, buffer: LevelBuffer, n: int, cfg: BufferConfig, replace: 
     0 for the rest of the batch (the reference samplers' sequential draws). Scores do not
     change within a batch, so P_S is computed once. With `replace=False` a drawn slot is
     excluded from later draws (the remaining weights renormalised; uniform over the remaining
-    filled slots when none is left with positive weight).
+    filled slots when none is left with positive weight). `p_score` replaces P_S (CENIE's mix of regret
+    and novelty, `novelty.py`).
     """
     k = buffer.capacity
-    p_score = score_weights(buffer, cfg)
+    p_score = score_weights(buffer, cfg) if p_score is None else p_score
 
     def draw(carry, key):
         last, count, taken = carry

@@ -6,7 +6,8 @@ the PLR family's runner base and options are in `plr_family`, the functions its 
 `plr_parts`, and `plr_method` makes a PLR runner a method;
 `paired` runs every learned-teacher method (PAIRED, population PAIRED, the minimax adversary: one
 runner, three teacher rewards); `sfl` samples levels and trains on the most learnable (Sampling
-For Learnability); `ncc` learns a replay distribution over a level buffer (NCC). Importing this package registers them all.
+For Learnability); `ncc` learns a replay distribution over a level buffer (NCC); `cenie` replays by regret and
+state-action novelty (PLR-CENIE). Importing this package registers them all.
 """
 
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from minimax.runners.parallel_accel import ParallelACCELRunner
 from minimax.runners.paired import PAIREDRunner, PAIREDState, TeacherConfig
 from minimax.runners.sfl import SFLConfig, SFLRunner, SFLState
 from minimax.runners.ncc import NCCConfig, NCCRunner, NCCState
+from minimax.runners.cenie import CENIERunner, CENIEState, NoveltyConfig
 from minimax.runners.base import Runner
 from minimax.runners.plr_family import CurriculumConfig, MutationConfig, PLRFamilyRunner, PLRState, ReplayConfig
 from minimax.runners.plr_parts import CoinReplayRunner
@@ -47,7 +49,7 @@ class _Runners(Mapping):
 RUNNERS: Mapping[str, type] = _Runners()
 """Every method's runner class, by `--method` name (kept for scripts; the registry is `get_method`)."""
 
-__all__ = ["ACCELRunner", "BuildParts", "CoinReplayRunner", "CurriculumConfig", "DRConfig", "DRRunner", "DRState", "MUTATION_OPTIONS", "Method", "MutationConfig", "NCCConfig", "NCCRunner", "NCCState",
+__all__ = ["ACCELRunner", "BuildParts", "CENIERunner", "CENIEState", "NoveltyConfig", "CoinReplayRunner", "CurriculumConfig", "DRConfig", "DRRunner", "DRState", "MUTATION_OPTIONS", "Method", "MutationConfig", "NCCConfig", "NCCRunner", "NCCState",
            "PAIREDRunner", "PAIREDState", "PLRFamilyRunner", "PLRRunner", "PLRState", "PLR_OPTIONS", "REPLAY_OPTIONS",
            "ParallelACCELRunner", "ParallelPLRRunner", "ReplayConfig", "RUNNERS", "RobustPLRRunner", "Runner", "SFLConfig",
            "SFLRunner", "SFLState", "TeacherConfig", "get_method", "method_names", "plr_builder", "plr_method",

@@ -95,16 +95,18 @@ def coin_replay(run: Run, key, buffer: LevelBuffer, training_set: TrainingSet):
     return buffer_ready(run, buffer) & jax.random.bernoulli(key, p)
 
 
-def replay_or_count(run: Run, key, replay, buffer: LevelBuffer, n: int, fallback):
+def replay_or_count(run: Run, key, replay, buffer: LevelBuffer, n: int, fallback, p_score=None):
     """`(buffer, idx, levels)`: `n` levels drawn from the buffer if `replay` (the clock advances
     per draw), else `fallback` with slots -1 and the clock advanced by `n` (a cycle of new levels).
-    `replay` may be a Python bool (`branches.branch`: only that side is built)."""
+    `replay` may be a Python bool (`branches.branch`: only that side is built). `p_score` replaces the
+    buffer's score distribution (`level_buffer.sample_replay`)."""
     def sample(buffer):
         if run.global_buffer:
             buffer, idx, levels = sample_replay(key, buffer, n * run.shard.size, run.buffer_cfg,
-                                                run.cur.replay_with_replacement)
+                                                run.cur.replay_with_replacement, p_score)
             return buffer, run.shard.local(idx, n), run.shard.local(levels, n)
-        return sample_replay(run.shard.device_key(key), buffer, n, run.buffer_cfg, run.cur.replay_with_replacement)
+        return sample_replay(run.shard.device_key(key), buffer, n, run.buffer_cfg, run.cur.replay_with_replacement,
+                             p_score)
 
     def count(buffer):
         steps = n * run.shard.size if run.global_buffer else n  # a global buffer counts every device's

@@ -1,0 +1,134 @@
+"""PLR-CENIE (Teoh, Li and Varakantham, NeurIPS 2024): robust PLR whose replay distribution mixes a
+rank distribution of each level's novelty with that of its regret score, `alpha P_N + (1 - alpha) P_R`
+(then PLR's staleness mix), novelty measured against a Gaussian mixture fitted to the student's recent
+state-action coverage (`curricula/novelty.py`, which says what we chose where the paper is unread).
+
+The cycle is robust PLR's (`robust_plr.py`), top to bottom, with three more lines: the replay draw
+uses the mixed distribution; after scoring, each played level's novelty is measured against the
+coverage so far and stored beside its slot (a newcomer's where it entered, a replay's refreshed);
+then the cycle's samples join the coverage window and the mixture takes `--novelty-em-steps` EM
+steps. Admission into the buffer and the slot a newcomer replaces follow the regret score, as in robust
+PLR (the paper combines the two objectives in the replay distribution). `--novelty-coef 0` is robust
+PLR's replay distribution, with the coverage still fitted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from minimax.core.methods import register_method
+from minimax.core.metrics import mean_sums
+from minimax.core.options import check
+from minimax.envs.environment import Discrete
+from minimax.curricula.novelty import (Coverage, init_coverage, level_novelty, level_samples, novelty_weights,
+                                       push, refit, step_features)
+from minimax.runners.plr_family import PLRState
+from minimax.runners.plr_method import plr_method
+from minimax.runners.plr_parts import (CoinReplayRunner, finish, mark_stored, new_levels, play, played_groups,
+                                       replay_or_count, score_and_offer, train)
+
+
+@dataclasses.dataclass(frozen=True)
+class NoveltyConfig:
+    """CENIE's coverage model and its weight in the replay distribution (the `novelty` group)."""
+
+    novelty_coef: float = 0.5
+    """alpha: the replay distribution's score part is alpha P_novelty + (1 - alpha) P_regret (the paper's 0.5)."""
+    novelty_window: int = 32
+    """Levels in the coverage window (the most recently played, FIFO)."""
+    novelty_samples: int = 64
+    """(state, action) pairs sampled from each level's rollout into the window and for its novelty."""
+    novelty_components: int = 8
+    """Diagonal Gaussians in the coverage mixture."""
+    novelty_em_steps: int = 5
+    """EM iterations per cycle, warm-started from the last fit."""
+    novelty_reg: float = 0.01
+    """Added to every variance (sklearn's reg_covar), keeping constant features from collapsing a component."""
+
+    def __post_init__(self):
+        check(self, self._rules)
+
+    @staticmethod
+    def _rules(c):
+        c.unit("novelty_coef")
+        for name in ("novelty_window", "novelty_samples", "novelty_components"):
+            c.integer(name, 1)
+        c.integer("novelty_em_steps", 0)
+        c.positive("novelty_reg")
+
+
+@struct.dataclass
+class CENIEState(PLRState):
+    coverage: Coverage = None
+    novelty: jax.Array = None  # float32[K]: each buffer slot's last measured novelty
+
+
+class CENIERunner(CoinReplayRunner):
+    method = "cenie"
+    trains_only_on_replays = True
+    state_type = CENIEState
+
+    def __init__(self, *args, novelty: NoveltyConfig = NoveltyConfig(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.novelty = novelty
+        space = self.env.action_space(self.env_params)
+        self.num_actions = int(space.n) if isinstance(space, Discrete) else None  # else the action's values
+
+    @property
+    def local_fields(self):
+        return super().local_fields + (("novelty",) if "buffer" in super().local_fields else ())
+
+    def init(self, key) -> CENIEState:
+        state = super().init(key)
+        level = jax.tree.map(lambda x: x[0], state.buffer.levels)
+        obs = self.env.get_obs(self.env.init_state(level, self.env_params), self.env_params)
+        action = self.env.action_space(self.env_params).sample(jax.random.key(0))
+        dim = step_features(jax.tree.map(lambda x: x[None, None], obs), action[None, None], self.num_actions)
+        nc = self.novelty
+        coverage = init_coverage(dim.shape[-1], nc.novelty_window * nc.novelty_samples, nc.novelty_components)
+        return CENIEState(**{f: getattr(state, f) for f in PLRState.__dataclass_fields__}, coverage=coverage,
+                          novelty=jnp.zeros((self.capacity,), jnp.float32))
+
+    def cycle(self, state: CENIEState, replay):
+        """Robust PLR's cycle with the mixed replay distribution and the coverage's update (module docstring)."""
+        n, params, nc, bc = self.n, state.train_state.params, self.novelty, self.buffer_cfg
+        key, _, k_new, k_sample, k_roll, k_upd, k_cover = jax.random.split(state.key, 7)
+        seeds, new = new_levels(self, k_new, state.training_set, n)
+        p_score = novelty_weights(state.buffer.scores, state.novelty, state.buffer.filled, nc.novelty_coef,
+                                  bc.score_transform, bc.temperature, bc.eps, bc.top_k, bc.rank_ties)
+        buffer, idx, levels = replay_or_count(self, k_sample, replay, state.buffer, n, new, p_score)
+        played = play(self, k_roll, params, buffer, levels, replayed=idx)
+        train_state, metrics = train(self, k_upd, state.train_state, played.batch, replay)
+        buffer, where, scored = score_and_offer(self, buffer, played, params, replay | ~played.repeat)
+        k_samples, k_fit = jax.random.split(k_cover)
+        features = step_features(played.rollout.obs, played.rollout.actions, self.num_actions)
+        samples = level_samples(self.shard.device_key(k_samples), features, nc.novelty_samples)
+        novelty = level_novelty(state.coverage, samples)
+        stored = store_novelty(state.novelty, where, novelty)
+        coverage = refit(k_fit, push(state.coverage, self.shard.gather(samples)), nc.novelty_em_steps,
+                         nc.novelty_reg)
+        training_set = mark_stored(self, state.training_set, seeds, jnp.where(replay, -1, where))
+        metrics.update(played_groups(self, replay, played, scored))
+        metrics.update(mean_sums("novelty/played", novelty.sum(), n))
+        out, metrics = finish(self, state, train_state, buffer, training_set, key, metrics, played.rollout, replay,
+                              replay, self.num_envs * self.num_steps)
+        return CENIEState(**{f: getattr(out, f) for f in PLRState.__dataclass_fields__}, coverage=coverage,
+                          novelty=stored), metrics
+
+
+def store_novelty(slots_novelty, where, novelty):
+    """`slots_novelty` [K] with each stored level's novelty at its slot `where` (-1: not stored); a slot that
+    several of the batch's levels map to takes the first one's, as the buffer's score does (`--replay-merge`)."""
+    k, n = slots_novelty.shape[0], where.shape[0]
+    first = jnp.full((k + 1,), n, jnp.int32).at[jnp.where(where >= 0, where, k)].min(jnp.arange(n, dtype=jnp.int32))
+    first = first[:k]
+    return jnp.where(first < n, novelty[jnp.minimum(first, n - 1)], slots_novelty)
+
+
+register_method(plr_method(CENIERunner, "PLR-CENIE: robust PLR replaying by rank of regret and of state-action "
+                                        "novelty (a Gaussian mixture of the student's coverage)",
+                           options={"novelty": NoveltyConfig}))
