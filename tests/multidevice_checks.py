@@ -89,9 +89,11 @@ def main(out_dir):
     # cycles: ACCEL's replay cycles add mutations, parallel ACCEL plays parallel PLR's layout. Two
     # cycles with p = 1: new levels fill the buffers, then a replay cycle trains.
     out["methods"] = {}
-    for method in ("accel", "parallel_accel"):
-        cfg = plr.replace(method=method, replay_prob=1.0, n_mutations=2,
-                                  mutation_criterion="hard", mutation_subsample=2)
+    mutating = dict(n_mutations=2, mutation_criterion="hard", mutation_subsample=2)
+    own = {"accel": mutating, "parallel_accel": mutating, "traced": {**mutating, "traced_hidden": 8},
+           "cenie": dict(novelty_window=4, novelty_samples=4, novelty_components=2), "remidi": {}}
+    for method, options in own.items():
+        cfg = plr.replace(method=method, replay_prob=1.0, **options)
         _, after, metrics = one_update(cfg, updates=2, budget="cycles")
         out["methods"][method] = {"updates": int(after.updates), "env_steps": np.asarray(metrics["env_steps"]).tolist(),
                                   "gradient_updates": np.asarray(metrics["gradient_updates"]).tolist(),

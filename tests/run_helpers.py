@@ -19,3 +19,24 @@ def tiny(tmp_path, **overrides) -> TrainConfig:
 def without_timing(rows):
     """Log rows without their wall-clock columns (the only ones two identical runs may differ in)."""
     return [{k: v for k, v in r.items() if k not in ("time_s", "sps")} for r in rows]
+
+
+def trains_resumes_and_makes_train(cfg: TrainConfig):
+    """Train `cfg` (2 vmapped seeds, 4 updates, a row every 2), train it again cut at 2 updates and resumed to
+    4, and assert the two logs equal; then run 2 updates of `make_train` vmapped over 2 keys. Returns the rows
+    and the `make_train` run's final runner state (a method's tests check its own fields of both)."""
+    import jax  # noqa: PLC0415
+
+    from minimax.training.loop import train  # noqa: PLC0415
+    from minimax.training.make_train import make_train  # noqa: PLC0415
+    from minimax.training.run_logs import read_rows  # noqa: PLC0415
+
+    train(cfg)
+    rows = read_rows(cfg.run_dir)
+    assert [r["update"] for r in rows] == [2, 2, 2, 4, 4, 4]
+    again = cfg.replace(run_name=cfg.run_name + "-resumed", num_updates=2)
+    train(again)
+    train(again.replace(resume=True, num_updates=4))
+    assert without_timing(read_rows(again.run_dir)) == without_timing(rows)
+    out = jax.jit(jax.vmap(make_train(cfg.replace(seeds="", num_updates=2))))(jax.random.split(jax.random.key(0), 2))
+    return rows, out["runner_state"]

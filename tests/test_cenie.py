@@ -2,6 +2,8 @@
 EM against a float64 transcription, its likelihood and a level's novelty against direct formulas, the FIFO
 window, the replay distribution's mix of novelty and regret ranks, and runs that train vmapped and resume."""
 
+from types import SimpleNamespace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -11,11 +13,9 @@ from minimax.config import PRESETS, TrainConfig
 from minimax.curricula.level_buffer import BufferConfig, init_buffer, sample_replay
 from minimax.curricula.novelty import (_start, em_step, init_coverage, level_novelty, log_likelihood,
                                        novelty_weights, push, refit, step_features)
-from minimax.runners.cenie import store_novelty
-from minimax.training.loop import train
-from minimax.training.make_train import make_train
-from minimax.training.run_logs import read_rows
-from run_helpers import without_timing
+from minimax.core.parallel import NO_SHARD
+from minimax.runners.plr_parts import write_slots
+from run_helpers import trains_resumes_and_makes_train
 
 
 def _two_clusters(n=200, d=3, seed=0):
@@ -118,7 +118,8 @@ def test_the_replay_distribution_mixes_the_rank_distributions_of_novelty_and_reg
 def test_a_slot_stores_the_novelty_of_the_first_level_stored_there():
     old = jnp.asarray([10.0, 11.0, 12.0, 13.0])
     where = jnp.asarray([2, -1, 2, 0])
-    np.testing.assert_allclose(store_novelty(old, where, jnp.asarray([1.0, 2.0, 3.0, 4.0])), [4.0, 11.0, 1.0, 13.0])
+    run = SimpleNamespace(global_buffer=False, shard=NO_SHARD)
+    np.testing.assert_allclose(write_slots(run, old, where, jnp.asarray([1.0, 2.0, 3.0, 4.0])), [4.0, 11.0, 1.0, 13.0])
 
 
 SMALL = dict(method="cenie", maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, n_actions=3,
@@ -136,16 +137,8 @@ def test_the_cenie_preset_is_robust_plr_with_the_papers_novelty_weight():
 @pytest.mark.slow  # two programs of the loop: about a minute of compiling on 2 cores
 def test_two_vmapped_seeds_train_resume_exactly_and_make_train_runs_them(tmp_path):
     cfg = TrainConfig.from_options(**SMALL, seeds="0,1", out_dir=str(tmp_path), run_name="cenie")
-    train(cfg)
-    rows = read_rows(cfg.run_dir)
-    assert [r["update"] for r in rows] == [2, 2, 2, 4, 4, 4]
+    rows, state = trains_resumes_and_makes_train(cfg)
     assert all(np.isfinite(r["novelty/played"]) for r in rows)
-    again = cfg.replace(run_name="resumed", num_updates=2)
-    train(again)
-    train(again.replace(resume=True, num_updates=4))
-    assert without_timing(read_rows(again.run_dir)) == without_timing(rows)
-    out = jax.jit(jax.vmap(make_train(cfg.replace(seeds="", num_updates=2))))(jax.random.split(jax.random.key(0), 2))
-    state = out["runner_state"]
     assert state.novelty.shape == (2, 16) and bool(state.coverage.fitted.all())
     stored = np.asarray(state.buffer.filled)
     assert (np.asarray(state.novelty)[stored] != 0).any()  # stored levels carry their measured novelty

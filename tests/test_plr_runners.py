@@ -79,7 +79,7 @@ def test_every_step_is_one_cycle_and_counts_gradient_updates_and_env_steps(two_s
         np.testing.assert_array_equal(m["gradient_updates"], replay)
     assert m["gradient_updates"][:, 0].sum() == 0 or method == "plr"     # nothing to replay at first
     assert m["gradient_updates"].sum() > 0
-    mutation_rollout = replay if method == "accel" else 0
+    mutation_rollout = replay if runner.mutates and runner.groups == 1 else 0  # ACCEL's cycle (and TRACED's)
     np.testing.assert_array_equal(m["env_steps"], n * t * (g + mutation_rollout))
     # The optimiser saw exactly the logged gradient updates (n_epochs gradient steps each).
     np.testing.assert_array_equal(np.asarray(states.train_state.step), m["gradient_updates"].sum(1) * runner.ppo.n_epochs)
@@ -90,7 +90,7 @@ def test_every_step_is_one_cycle_and_counts_gradient_updates_and_env_steps(two_s
     else:  # before the buffer is ready every group plays new levels
         np.testing.assert_array_equal(m["new/count"], n + (1 - replay) * (g - 1) * n)
         np.testing.assert_array_equal(m["replay/count"], replay * n)
-    if method in ("accel", "parallel_accel"):
+    if runner.mutates:
         np.testing.assert_array_equal(m["mutated/count"], replay * n)
     for k, v in m.items():
         if not k.endswith(("_sum", "_count")):
@@ -362,7 +362,8 @@ def test_presets_are_the_reports_table_5():
     # Kinetix authors' in test_kinetix.py)
     assert set(PRESETS) == (set(TABLE_5_COLUMNS) | {"paired", "pop_paired", "minimax_adversary", "sfl", "ncc",
                                                     "ncc_reg", "jaxnav_dr", "jaxnav_plr", "jaxnav_sfl", "kinetix_dr",
-                                                    "kinetix_plr", "kinetix_accel", "kinetix_sfl", "pace"}
+                                                    "kinetix_plr", "kinetix_accel", "kinetix_sfl", "pace",
+                                                    "cenie", "traced", "remidi"}
                             | set(TABLE_6_COLUMNS))
     assert_presets_are_the_table(TABLE_5_COLUMNS, ("dr", "robust_plr", "parallel_plr", "accel", "parallel_accel"),
                                  TABLE_5_SHARED, TABLE_5_ROWS)

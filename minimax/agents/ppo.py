@@ -146,12 +146,26 @@ class PPOBatch:
     advantages: jax.Array
     targets: jax.Array
     init_carry: Any  # [N, ...]: the recurrent carry before step 0
+    mask: Any = None  # bool[T, N] or None: the steps the losses count (ReMiDi's); None: every step
 
 
 def advantage_moments(advantages, shard: Shard = NO_SHARD):
     """`(mean, std)` of a batch's advantages (over every device's envs), as `ppo_loss` normalises them."""
     mean = shard.mean(advantages.mean())
     return mean, jnp.sqrt(shard.mean(jnp.mean(jnp.square(advantages - mean))))
+
+
+def masked_moments(advantages, mask, shard: Shard = NO_SHARD):
+    """`(mean, std, average)` over the steps of `mask` (every device's): the advantages' moments and the
+    masked mean `average(x) = sum(mask x) / max(sum(mask), 1)` of a per-step loss. The entropy bonus stays an
+    average over every step, as the authors' masked update keeps it."""
+    w = mask.astype(jnp.float32)
+    count = jnp.maximum(shard.sum(w.sum()), 1.0)
+    mean = shard.sum((w * advantages).sum()) / count
+    std = jnp.sqrt(shard.sum((w * jnp.square(advantages - mean)).sum()) / count)
+    # This device's share, scaled so that the update's mean over devices (`shard.mean` of the gradient and
+    # the statistics) is the masked mean over every device's steps; no collective inside the loss.
+    return mean, std, lambda x: (w * x).sum() * shard.size / count
 
 
 def ppo_loss(params, apply_fn, batch: PPOBatch, cfg: PPOConfig, shard: Shard = NO_SHARD, moments=None):
@@ -162,18 +176,22 @@ def ppo_loss(params, apply_fn, batch: PPOBatch, cfg: PPOConfig, shard: Shard = N
     log_probs = policy.log_prob(batch.actions)
     entropy = policy.entropy().mean()
 
-    mean, std = advantage_moments(batch.advantages, shard) if moments is None else moments
+    if batch.mask is None:
+        mean, std = advantage_moments(batch.advantages, shard) if moments is None else moments
+        average = jnp.mean
+    else:  # the masked steps' moments and means (ReMiDi's update); an all-False mask gives zero losses
+        mean, std, average = masked_moments(batch.advantages, batch.mask, shard)
     adv = (batch.advantages - mean) / (std + 1e-8)
     log_ratio = log_probs - batch.log_probs
     ratio = jnp.exp(log_ratio)
     clipped_ratio = jnp.clip(ratio, 1.0 - cfg.clip_eps, 1.0 + cfg.clip_eps)
-    policy_loss = -jnp.minimum(ratio * adv, clipped_ratio * adv).mean()
+    policy_loss = -average(jnp.minimum(ratio * adv, clipped_ratio * adv))
 
     value_err = jnp.square(values - batch.targets)
     if cfg.clip_value:
         clipped = batch.values + jnp.clip(values - batch.values, -cfg.clip_eps, cfg.clip_eps)
         value_err = jnp.maximum(value_err, jnp.square(clipped - batch.targets))
-    value_loss = 0.5 * value_err.mean()
+    value_loss = 0.5 * average(value_err)
 
     loss = policy_loss + cfg.value_coef * value_loss - cfg.entropy_coef * entropy
     stats = {

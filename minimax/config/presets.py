@@ -175,12 +175,27 @@ distributions of regret (MaxMC) and of state-action novelty (alpha 0.5, the pape
 table (window, components, regularisation, its PLR settings) was not readable here: the coverage options are
 `NoveltyConfig`'s defaults, and the PLR ones the report's, as for PACE (docs/methods.md)."""
 
+TRACED_MAZE = {**_preset("accel"), "preset": "traced", "method": "traced", "score_function": "pvl",
+               "traced_transition_coef": 1.0, "traced_colearnability_coef": 1.0}
+"""TRACED (ICLR 2026; `runners/traced.py`): ACCEL (Table 5's `accel`) scoring PVL + the transition prediction
+loss, with co-learnability, both weights 1 (the authors' maze config). Their other settings (16 workers, replay
+probability 0.8, 5 random edits from empty rooms, PPO lr 1e-4 with 5 epochs, 250M env steps) are not taken:
+this keeps the report's ACCEL so that only the curriculum differs from `accel` (docs/methods.md)."""
+
+REMIDI_MAZE = {**_preset("plr"), "preset": "remidi", "method": "remidi", "score_function": "oracle_regret",
+               "remidi_stages": 4, "remidi_stage_cycles": 1000}
+"""ReMiDi (ICML 2024; `runners/remidi.py`): robust PLR (Table 5's `plr`) over 4 stages of 1,000 cycles, scoring
+levels by their true regret, as the authors' maze scripts do (`perfect_regret`, `--tau_buffer_size 4`,
+`--number_of_replays_per_buffer 1000`). Their other settings (replay 0.8, temperature 1, a 256-level buffer,
+lr 1e-3, no entropy bonus, 25 walls) are not taken: only the curriculum differs from `plr` (docs/methods.md)."""
+
 PRESET_OPTIONS: dict[str, dict] = {**{name: _preset(name) for name in (*TABLE_5, *TABLE_6)}, "sfl": SFL_MAZE,
                                    "ncc": NCC_MAZE, "ncc_reg": NCC_REG_MAZE, "jaxnav_dr": JAXNAV_DR,
                                    "jaxnav_plr": JAXNAV_PLR, "jaxnav_sfl": JAXNAV_SFL, "kinetix_dr": KINETIX_DR,
                                    "kinetix_plr": KINETIX_PLR, "kinetix_accel": KINETIX_ACCEL,
                                    "kinetix_sfl": KINETIX_SFL, "pace": PACE_MAZE,
-                                   "cenie": CENIE_MAZE}
+                                   "cenie": CENIE_MAZE, "traced": TRACED_MAZE,
+                                   "remidi": REMIDI_MAZE}
 """The methods' published configurations, by preset name: the minimax report's with an LSTM student
 (its Table 5; the learned-teacher presets share Table 5's PAIRED column) and with an S5
 student (its Table 6, `*_s5`; the S5 PAIRED teacher keeps Table 5's LSTM network, as the report

@@ -7,7 +7,8 @@ the PLR family's runner base and options are in `plr_family`, the functions its 
 `paired` runs every learned-teacher method (PAIRED, population PAIRED, the minimax adversary: one
 runner, three teacher rewards); `sfl` samples levels and trains on the most learnable (Sampling
 For Learnability); `ncc` learns a replay distribution over a level buffer (NCC); `cenie` replays by regret and
-state-action novelty (PLR-CENIE). Importing this package registers them all.
+state-action novelty (PLR-CENIE); `traced` is ACCEL with TRACED's transition-aware score and co-learnability; `remidi` plays robust PLR over
+stages of buffers (ReMiDi). Importing this package registers them all.
 """
 
 from collections.abc import Mapping
@@ -23,6 +24,8 @@ from minimax.runners.paired import PAIREDRunner, PAIREDState, TeacherConfig
 from minimax.runners.sfl import SFLConfig, SFLRunner, SFLState
 from minimax.runners.ncc import NCCConfig, NCCRunner, NCCState
 from minimax.runners.cenie import CENIERunner, CENIEState, NoveltyConfig
+from minimax.runners.traced import TracedConfig, TracedRunner, TracedState
+from minimax.runners.remidi import RemidiConfig, RemidiRunner, RemidiState
 from minimax.runners.base import Runner
 from minimax.runners.plr_family import CurriculumConfig, MutationConfig, PLRFamilyRunner, PLRState, ReplayConfig
 from minimax.runners.plr_parts import CoinReplayRunner
@@ -51,6 +54,6 @@ RUNNERS: Mapping[str, type] = _Runners()
 
 __all__ = ["ACCELRunner", "BuildParts", "CENIERunner", "CENIEState", "NoveltyConfig", "CoinReplayRunner", "CurriculumConfig", "DRConfig", "DRRunner", "DRState", "MUTATION_OPTIONS", "Method", "MutationConfig", "NCCConfig", "NCCRunner", "NCCState",
            "PAIREDRunner", "PAIREDState", "PLRFamilyRunner", "PLRRunner", "PLRState", "PLR_OPTIONS", "REPLAY_OPTIONS",
-           "ParallelACCELRunner", "ParallelPLRRunner", "ReplayConfig", "RUNNERS", "RobustPLRRunner", "Runner", "SFLConfig",
+           "ParallelACCELRunner", "ParallelPLRRunner", "RemidiConfig", "RemidiRunner", "RemidiState", "ReplayConfig", "TracedConfig", "TracedRunner", "TracedState", "RUNNERS", "RobustPLRRunner", "Runner", "SFLConfig",
            "SFLRunner", "SFLState", "TeacherConfig", "get_method", "method_names", "plr_builder", "plr_method",
            "register_method"]

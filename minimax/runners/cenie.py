@@ -15,6 +15,7 @@ PLR's replay distribution, with the coverage still fitted.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import jax
 import jax.numpy as jnp
@@ -29,7 +30,7 @@ from minimax.curricula.novelty import (Coverage, init_coverage, level_novelty, l
 from minimax.runners.plr_family import PLRState
 from minimax.runners.plr_method import plr_method
 from minimax.runners.plr_parts import (CoinReplayRunner, finish, mark_stored, new_levels, play, played_groups,
-                                       replay_or_count, score_and_offer, train)
+                                       replay_or_count, score_and_offer, train, write_slots)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,8 +76,9 @@ class CENIERunner(CoinReplayRunner):
     def __init__(self, *args, novelty: NoveltyConfig = NoveltyConfig(), **kwargs):
         super().__init__(*args, **kwargs)
         self.novelty = novelty
-        space = self.env.action_space(self.env_params)
+        space = self.env.action_space(self.env_params)  # at construction: jaxnav's builds its bounds eagerly
         self.num_actions = int(space.n) if isinstance(space, Discrete) else None  # else the action's values
+        self.action_dim = self.num_actions or math.prod(space.shape)
 
     @property
     def local_fields(self):
@@ -86,10 +88,9 @@ class CENIERunner(CoinReplayRunner):
         state = super().init(key)
         level = jax.tree.map(lambda x: x[0], state.buffer.levels)
         obs = self.env.get_obs(self.env.init_state(level, self.env_params), self.env_params)
-        action = self.env.action_space(self.env_params).sample(jax.random.key(0))
-        dim = step_features(jax.tree.map(lambda x: x[None, None], obs), action[None, None], self.num_actions)
+        dim = sum(math.prod(jnp.shape(x)) for x in jax.tree.leaves(obs)) + self.action_dim
         nc = self.novelty
-        coverage = init_coverage(dim.shape[-1], nc.novelty_window * nc.novelty_samples, nc.novelty_components)
+        coverage = init_coverage(dim, nc.novelty_window * nc.novelty_samples, nc.novelty_components)
         return CENIEState(**{f: getattr(state, f) for f in PLRState.__dataclass_fields__}, coverage=coverage,
                           novelty=jnp.zeros((self.capacity,), jnp.float32))
 
@@ -108,7 +109,7 @@ class CENIERunner(CoinReplayRunner):
         features = step_features(played.rollout.obs, played.rollout.actions, self.num_actions)
         samples = level_samples(self.shard.device_key(k_samples), features, nc.novelty_samples)
         novelty = level_novelty(state.coverage, samples)
-        stored = store_novelty(state.novelty, where, novelty)
+        stored = write_slots(self, state.novelty, where, novelty)
         coverage = refit(k_fit, push(state.coverage, self.shard.gather(samples)), nc.novelty_em_steps,
                          nc.novelty_reg)
         training_set = mark_stored(self, state.training_set, seeds, jnp.where(replay, -1, where))
@@ -118,15 +119,6 @@ class CENIERunner(CoinReplayRunner):
                               replay, self.num_envs * self.num_steps)
         return CENIEState(**{f: getattr(out, f) for f in PLRState.__dataclass_fields__}, coverage=coverage,
                           novelty=stored), metrics
-
-
-def store_novelty(slots_novelty, where, novelty):
-    """`slots_novelty` [K] with each stored level's novelty at its slot `where` (-1: not stored); a slot that
-    several of the batch's levels map to takes the first one's, as the buffer's score does (`--replay-merge`)."""
-    k, n = slots_novelty.shape[0], where.shape[0]
-    first = jnp.full((k + 1,), n, jnp.int32).at[jnp.where(where >= 0, where, k)].min(jnp.arange(n, dtype=jnp.int32))
-    first = first[:k]
-    return jnp.where(first < n, novelty[jnp.minimum(first, n - 1)], slots_novelty)
 
 
 register_method(plr_method(CENIERunner, "PLR-CENIE: robust PLR replaying by rank of regret and of state-action "

@@ -181,17 +181,32 @@ def score(run: Run, played: Played, buffer: LevelBuffer, params) -> Scored:
     return Scored(scores, jnp.where(jnp.isfinite(best), best, 0.0), valid)
 
 
-def score_and_offer(run: Run, buffer: LevelBuffer, played: Played, params, offered, mutations=None):
+def score_and_offer(run: Run, buffer: LevelBuffer, played: Played, params, offered, mutations=None, extra=None):
     """Score the played levels and offer them, in order, to the buffer: `(buffer, where, scored)`, `where`
     (this device's part) the slot each level now holds (-1: not stored). A level is offered where it is
-    `offered` and finished an episode; `mutations` (default 0) is each level's edit count."""
+    `offered` and finished an episode; `mutations` (default 0) is each level's edit count; `extra` (float32[n])
+    a method's own term added to each score (TRACED's transition error)."""
     scored = score(run, played, buffer, params)
+    if extra is not None:
+        scored = scored._replace(scores=scored.scores + extra)
     n = scored.scores.shape[0]
     mutations = jnp.zeros((n,), jnp.int32) if mutations is None else mutations
     args = _gathered(run, (played.levels, played.slots, scored.scores, scored.best, scored.valid & offered,
                            mutations))
     buffer, where = offer(buffer, *args[:5], run.buffer_cfg, args[5], run.level_identity, played.first)
     return buffer, _local(run, where, n), scored
+
+
+def write_slots(run: Run, per_slot, where, values):
+    """`per_slot` [K] (a method's own array beside the buffer: CENIE's novelty, TRACED's bookkeeping) with
+    each stored level's value at the slot `where` holds it (-1: not stored); a slot that several of the
+    batch's levels map to takes the first one's, as the buffer's score does (`--replay-merge first`). A
+    global buffer writes every device's levels, so the array stays the same on every device."""
+    where, values = _gathered(run, (where, values))
+    k, n = per_slot.shape[0], where.shape[0]
+    first = jnp.full((k + 1,), n, jnp.int32).at[jnp.where(where >= 0, where, k)].min(jnp.arange(n, dtype=jnp.int32))
+    first = first[:k]
+    return jnp.where(first < n, jnp.asarray(values, per_slot.dtype)[jnp.minimum(first, n - 1)], per_slot)
 
 
 # ---------------------------------------------------------------- mutate
