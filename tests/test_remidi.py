@@ -212,6 +212,19 @@ def test_stages_last_their_cycles_and_start_empty():
     assert considered.shape == (3 * 8,) and np.asarray(considered).tolist() == [True] * 16 + [False] * 8
 
 
+def test_an_environment_with_random_steps_is_refused_in_one_line():
+    from minimax.core.options import ConfigError  # noqa: PLC0415
+    from minimax.envs.registry import get_env  # noqa: PLC0415
+
+    try:
+        get_env("craftax")
+    except ValueError as err:  # craftax is optional
+        pytest.skip(str(err))
+    with pytest.raises(ConfigError, match="--method remidi replays each trajectory's actions .* --env craftax's "
+                                          "steps draw random numbers"):
+        TrainConfig.from_options(method="remidi", env="craftax", buffer_size=8, num_envs=4)
+
+
 def test_the_remidi_preset_is_robust_plr_by_true_regret_in_four_stages():
     remidi, plr = PRESETS["remidi"].options(), PRESETS["plr"].options()
     assert (remidi["method"], remidi["score_function"], remidi["remidi_stages"], remidi["remidi_stage_cycles"]) == \

@@ -31,6 +31,8 @@ What an entry provides, and why each piece exists:
   scores that read action probabilities (least confidence, min margin) need them.
 - `binary_outcome`: episodes end in success or failure (`info["solved"]` means something):
   the solved-rate metrics and learnability (SFL) need it.
+- `deterministic`: a step is a function of the state and the action (its key unused), so replaying a
+  trajectory's actions on another level shows what it would have seen: ReMiDi's consistency needs it.
 - `teacher`: a `TeacherSpec`, the design MDP of the learned-teacher methods (PAIRED and
   relatives), or `None` when the env has none (those methods are then refused).
 - `load_levels(path) -> [HeldOutLevel]`, `check_training_level(entry, options) -> str | None`
@@ -114,6 +116,7 @@ class UEDEnv:
     level_facts: Callable | None = None
     binary_outcome: bool = True
     discrete_actions: bool = True
+    deterministic: bool = True
     cores: tuple[str, ...] = ("lstm", "gru", "s5")
     teacher: "TeacherSpec | None" = None
     load_levels: Callable[[str], list] | None = None

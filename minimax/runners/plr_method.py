@@ -38,12 +38,13 @@ def plr_builder(runner_class: type, own: tuple[str, ...] = ()):
 
 
 def plr_method(runner_class: type, summary: str = "", name: str = "", coin_replay: bool = True,
-               options: dict | None = None, host: str | None = None) -> Method:
+               options: dict | None = None, host: str | None = None, problems=None) -> Method:
     """The `Method` of a `PLRFamilyRunner` subclass (named `runner_class.method` unless `name`);
     `coin_replay`: it reads `--replay-prob` (plain and robust PLR, ACCEL; not the parallel ones);
     `options`: option groups of its own, beside the family's (`{"eager": EagerOptions}`: the runner's
     constructor then takes `eager=` the run's values; `tests/plugins/eager_plr.py`); `host`: the host
-    loop's protocol it runs as on Procgen and gymnasium (`core/methods.py: HOST_PROTOCOLS`), if any."""
+    loop's protocol it runs as on Procgen and gymnasium (`core/methods.py: HOST_PROTOCOLS`), if any;
+    `problems(cfg, spec) -> messages`: the method's own checks, beside the family's."""
     mutates = bool(runner_class.mutates)
     groups = {**PLR_OPTIONS, **(MUTATION_OPTIONS if mutates else {}), **(REPLAY_OPTIONS if coin_replay else {}),
               **(options or {})}
@@ -51,7 +52,8 @@ def plr_method(runner_class: type, summary: str = "", name: str = "", coin_repla
     return Method(name or runner_class.method, build=build, summary=summary, options=groups,
                   level_buffer=True, mutates=mutates, trains_every_cycle=bool(runner_class.trains_every_cycle),
                   trains_only_on_replays=bool(runner_class.trains_only_on_replays),
-                  problems=lambda cfg, spec: curriculum_problems(cfg, mutates),
+                  problems=lambda cfg, spec: [*curriculum_problems(cfg, mutates),
+                                              *(problems(cfg, spec) if problems is not None else ())],
                   device_splits=lambda cfg: device_splits(cfg, mutates), runner=runner_class, host=host)
 
 

@@ -131,6 +131,13 @@ class RemidiRunner(CoinReplayRunner):
         return state.stage + advance, jnp.where(over, 0, cycles), earlier, buffer
 
 
+def remidi_problems(cfg, spec):
+    """ReMiDi replays a trajectory's actions on the earlier levels: the env's steps must not draw random numbers."""
+    if spec is not None and not spec.deterministic:
+        yield (f"--method remidi replays each trajectory's actions on the earlier stages' levels, which needs "
+               f"deterministic steps; --env {spec.name}'s steps draw random numbers")
+
+
 register_method(plr_method(RemidiRunner, "ReMiDi: robust PLR over stages of buffers, each training only where "
                                          "trajectories leave the earlier stages' levels",
-                           options={"remidi": RemidiConfig}))
+                           options={"remidi": RemidiConfig}, problems=remidi_problems))

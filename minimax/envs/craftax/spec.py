@@ -42,5 +42,6 @@ CRAFTAX = UEDEnv(
     level_metrics=level_metrics,
     binary_outcome=False,
     discrete_actions=True,
+    deterministic=False,  # mobs move and spawn by the step's key
     cores=("none", "lstm", "gru", "s5"),
 )
