@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from minimax.curricula.features import action_inputs, flat_observation
 from minimax.curricula.weights import transform_weights
 
 LOG_2PI = math.log(2 * math.pi)
@@ -63,13 +64,7 @@ def init_coverage(dim: int, points: int, components: int) -> Coverage:
 def step_features(obs, actions, num_actions: int | None) -> jax.Array:
     """float32[T, N, D]: each step's flattened observation (every leaf) and its one-hot action
     (`num_actions` None: the action's own values, continuous or multi-discrete)."""
-    t, n = actions.shape[:2]
-    parts = [jnp.reshape(x, (t, n, -1)).astype(jnp.float32) for x in jax.tree.leaves(obs)]
-    if num_actions is None:
-        parts.append(jnp.reshape(actions, (t, n, -1)).astype(jnp.float32))
-    else:
-        parts.append(jax.nn.one_hot(actions, num_actions, dtype=jnp.float32))
-    return jnp.concatenate(parts, axis=-1)
+    return jnp.concatenate([flat_observation(obs), action_inputs(actions, num_actions)], axis=-1)
 
 
 def level_samples(key, features, samples: int) -> jax.Array:

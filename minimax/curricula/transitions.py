@@ -35,21 +35,6 @@ from flax.training.train_state import TrainState
 from minimax.models.recurrent import LSTM
 
 
-def flat_observation(obs, scale: float) -> jax.Array:
-    """float32[T, N, F]: every observation leaf flattened and concatenated, times `scale`."""
-    t, n = jax.tree.leaves(obs)[0].shape[:2]
-    return jnp.concatenate([jnp.reshape(x, (t, n, -1)).astype(jnp.float32) for x in jax.tree.leaves(obs)],
-                           axis=-1) * scale
-
-
-def action_inputs(actions, num_actions: int | None) -> jax.Array:
-    """float32[T, N, A]: one-hot discrete actions, or the action's own values."""
-    t, n = actions.shape[:2]
-    if num_actions is None:
-        return jnp.reshape(actions, (t, n, -1)).astype(jnp.float32)
-    return jax.nn.one_hot(actions, num_actions, dtype=jnp.float32)
-
-
 class TransitionModel(nn.Module):
     """`(x [T, N, F], a [T, N, A], reset [T, N]) -> predicted next x [T, N, F]`, from a zero LSTM carry."""
 

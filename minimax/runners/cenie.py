@@ -24,7 +24,7 @@ from flax import struct
 from minimax.core.methods import register_method
 from minimax.core.metrics import mean_sums
 from minimax.core.options import check
-from minimax.envs.environment import Discrete
+from minimax.curricula.features import action_count
 from minimax.curricula.novelty import (Coverage, init_coverage, level_novelty, level_samples, novelty_weights,
                                        push, refit, step_features)
 from minimax.runners.plr_family import PLRState
@@ -77,7 +77,7 @@ class CENIERunner(CoinReplayRunner):
         super().__init__(*args, **kwargs)
         self.novelty = novelty
         space = self.env.action_space(self.env_params)  # at construction: jaxnav's builds its bounds eagerly
-        self.num_actions = int(space.n) if isinstance(space, Discrete) else None  # else the action's values
+        self.num_actions = action_count(space)
         self.action_dim = self.num_actions or math.prod(space.shape)
 
     @property

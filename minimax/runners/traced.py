@@ -26,10 +26,10 @@ from flax.training.train_state import TrainState
 from minimax.core.methods import register_method
 from minimax.core.metrics import mean_sums
 from minimax.core.options import check
-from minimax.curricula.transitions import (TransitionModel, action_inputs, credit_colearnability, flat_observation,
-                                           init_transition_state, score_and_step)
+from minimax.curricula.features import action_count, action_inputs, flat_observation
+from minimax.curricula.transitions import (TransitionModel, credit_colearnability, init_transition_state,
+                                           score_and_step)
 from minimax.curricula.weights import transform_weights
-from minimax.envs.environment import Discrete
 from minimax.runners.branches import cond_or_zeros
 from minimax.runners.plr_family import PLRState
 from minimax.runners.plr_method import plr_method
@@ -90,7 +90,7 @@ class TracedRunner(CoinReplayRunner):
         super().__init__(*args, **kwargs)
         self.traced = traced
         space = self.env.action_space(self.env_params)  # at construction: jaxnav's builds its bounds eagerly
-        self.num_actions = int(space.n) if isinstance(space, Discrete) else None
+        self.num_actions = action_count(space)
         self.example_action = space.sample(jax.random.key(0))
 
     @property
