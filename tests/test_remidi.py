@@ -160,7 +160,14 @@ def test_the_masks_follow_the_authors_rule(case):
     assert not masks[:, :2].any() and masks[:, 3].all()
     np.testing.assert_array_equal(masks, _transcribed(env, params, rollout, earlier, CONSIDERED))
     assert np.asarray(train_mask(env, params, rollout.obs, rollout.actions, rollout.reset, earlier,
-                                 jnp.zeros(6, bool))).all()  # the first stage trains on every step
+                                 jnp.zeros(6, bool), group=3)).all()  # the first stage trains on every step
+    # Stepped a stage's buffer at a time, skipping the stages with nothing considered: the same masks.
+    grouped = jax.jit(lambda r, e, c, g: train_mask(env, params, r.obs, r.actions, r.reset, e, c, group=g),
+                      static_argnames="g")
+    np.testing.assert_array_equal(grouped(rollout, earlier, CONSIDERED, 2), masks)
+    skipping = jnp.asarray([False, False, False, True, False, True])
+    np.testing.assert_array_equal(grouped(rollout, earlier, skipping, 3),
+                                  _transcribed(env, params, rollout, earlier, skipping))
 
 
 def test_the_masks_match_the_authors_wrapper_run_beside_the_env(case, monkeypatch):

@@ -29,32 +29,60 @@ def _matches(obs, par_obs, considered) -> jax.Array:
     return (jnp.stack(jax.tree.leaves(equal)).all(0) & considered[None, :]).any(-1)
 
 
-def train_mask(env, env_params, obs, actions, reset, earlier_levels, considered, key=None) -> jax.Array:
-    """bool[T, N]: the steps of a rollout (`obs`, `actions`, `reset`: `[T, N, ...]`, one env per level, as
-    `play` plays them) whose trajectory so far has left every `considered` (bool[M]) level of
-    `earlier_levels` (`[M, ...]`); all True where none is considered (the first stage)."""
+def _group_matches(env, env_params, obs, actions, reset, levels, considered, key):
+    """`(at_start, after_step)`, bool[T, N] each: some considered level of `levels` (`[M, ...]`, bool[M]) shows
+    the env's observation at step t's start (read where an episode starts there), and after step t's action
+    (every level restarted where the env's episode started and stepped with the env's actions)."""
     n = actions.shape[1]
-    start = jax.vmap(env.init_state, in_axes=(0, None))(earlier_levels, env_params)
+    start = jax.vmap(env.init_state, in_axes=(0, None))(levels, env_params)
     start_obs = jax.vmap(env.get_obs, in_axes=(0, None))(start, env_params)
     tile = lambda x: jnp.broadcast_to(x[None], (n,) + x.shape)  # noqa: E731  every env tracks every level
     start, start_obs = jax.tree.map(tile, start), jax.tree.map(tile, start_obs)
-    key = jax.random.key(0) if key is None else key
     step_one = jax.vmap(jax.vmap(env.step_env, in_axes=(None, 0, None, None)), in_axes=(None, 0, 0, None))
+    observe = jax.vmap(jax.vmap(env.get_obs, in_axes=(0, None)), in_axes=(0, None))
 
-    def step(carry, t):
-        par, consistent = carry
+    def step(par, t):
         o_t = jax.tree.map(lambda x: x[t], obs)
         starts = reset[t]
         par = jax.tree.map(lambda s, p: jnp.where(starts.reshape((n,) + (1,) * (p.ndim - 1)), s, p), start, par)
-        consistent = jnp.where(starts, _matches(o_t, start_obs, considered), consistent)
-        mask = ~consistent
+        at_start = _matches(o_t, start_obs, considered)
         par, _, _, _ = step_one(jax.random.fold_in(key, t), par, actions[t], env_params)
-        par_obs = jax.vmap(jax.vmap(env.get_obs, in_axes=(0, None)), in_axes=(0, None))(par, env_params)
-        # After the last step the next observation is not in the rollout; no mask reads that flag.
+        # After the last step the next observation is not in the rollout; no mask reads that match.
         o_next = jax.tree.map(lambda x: x[jnp.minimum(t + 1, x.shape[0] - 1)], obs)
-        consistent = consistent & _matches(o_next, par_obs, considered)
-        return (par, consistent), mask
+        return par, (at_start, _matches(o_next, observe(par, env_params), considered))
 
-    init = (start, jnp.zeros((n,), bool))
-    _, masks = jax.lax.scan(step, init, jnp.arange(actions.shape[0]))
-    return masks | ~considered.any()
+    return jax.lax.scan(step, start, jnp.arange(actions.shape[0]))[1]
+
+
+def train_mask(env, env_params, obs, actions, reset, earlier_levels, considered, key=None, group=None) -> jax.Array:
+    """bool[T, N]: the steps of a rollout (`obs`, `actions`, `reset`: `[T, N, ...]`, one env per level, as
+    `play` plays them) whose trajectory so far has left every `considered` (bool[M]) level of
+    `earlier_levels` (`[M, ...]`); all True where none is considered (the first stage).
+
+    The levels are stepped `group` at a time (default: all M), and only the groups that hold a considered
+    level are (a `while_loop`, so vmapped seeds skip them too): ReMiDi's first stage steps nothing, its stage
+    i steps the i earlier stages' buffers. The authors' `any` over levels at each step is an OR over the
+    groups, so the masks do not depend on the grouping."""
+    m = considered.shape[0]
+    group = m if group is None else group
+    if m % group:
+        raise ValueError(f"train_mask: {m} levels do not split into groups of {group}")
+    key = jax.random.key(0) if key is None else key
+    grouped = jax.tree.map(lambda x: x.reshape((m // group, group) + x.shape[1:]), (earlier_levels, considered))
+    has_any = grouped[1].any(-1)
+    order = jnp.argsort(~has_any, stable=True)  # the groups with considered levels first, then the rest
+    blank = jnp.zeros(actions.shape[:2], bool)
+
+    def body(carry):
+        i, at_start, after_step = carry
+        levels, cons = jax.tree.map(lambda x: x[order[i]], grouped)
+        a, b = _group_matches(env, env_params, obs, actions, reset, levels, cons, jax.random.fold_in(key, i))
+        return i + 1, at_start | a, after_step | b
+
+    _, at_start, after_step = jax.lax.while_loop(lambda c: c[0] < has_any.sum(), body, (0, blank, blank))
+
+    def consistency(consistent, t):
+        consistent = jnp.where(reset[t], at_start[t], consistent)
+        return consistent & after_step[t], ~consistent  # a step's mask: not consistent before its action
+
+    return jax.lax.scan(consistency, blank[0], jnp.arange(actions.shape[0]))[1]

@@ -102,7 +102,7 @@ class RemidiRunner(CoinReplayRunner):
         played = play(self, k_roll, params, buffer, levels, replayed=idx)
         rollout = played.rollout
         mask = train_mask(self.env, self.env_params, rollout.obs, rollout.actions, rollout.reset,
-                          *self.considered(state), key=k_consistency)
+                          *self.considered(state), key=k_consistency, group=self.capacity)
         train_state, metrics = train(self, k_upd, state.train_state, played.batch.replace(mask=mask), replay)
         leaves = mask.any(0)  # the trajectory leaves the earlier levels somewhere: a level worth storing
         buffer, where, scored = score_and_offer(self, buffer, played, params, replay | (~played.repeat & leaves))
