@@ -27,7 +27,10 @@ def branch(pred, on_true, on_false, operand):
 def cond_or_zeros(pred, fn, carry):
     """`fn(carry) -> (carry, metrics)` where `pred`, else `(carry, zeros)` shaped like its metrics:
     the skipped side of a branch (a cycle without a gradient, or without a mutation rollout)
-    reports zeros, which its weights then leave out of the logs. `pred` may be a Python bool (`branch`)."""
+    reports zeros, which its weights then leave out of the logs. `pred` may be a Python bool (`branch`); when
+    it is True, `fn` is traced once, without a shape pass (tracing is most of a test's compile time)."""
+    if pred is True:
+        return fn(carry)
     shapes = jax.eval_shape(fn, carry)[1]
     skip = lambda c: (c, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes))  # noqa: E731
     return branch(pred, fn, skip, carry)

@@ -95,8 +95,11 @@ def _chunk_of_units(runner, length: int, unit):
     """`(state, ahead) -> (state, metrics[length])`: a scan of `unit(carry, i, zeros)` over the chunk's units,
     the carry `(state, ahead, stalled)`."""
     def chunk(state, ahead=0):
-        # The metrics' shapes, traced where the chunk runs (inside shard_map, a step's collectives need its axis).
-        zeros = {k: jnp.zeros(v.shape, v.dtype) for k, v in jax.eval_shape(runner.step, state)[1].items()}
+        # The metrics' shapes, traced where the chunk runs (inside shard_map, a step's collectives need its axis):
+        # where the runner can play a cycle of a known side, from its cycle without a gradient, the cheaper trace
+        # (both sides report the same metrics: `branches.cond_or_zeros`).
+        one = (lambda s: runner.cycle(s, False)) if knows_next_cycle(runner) else runner.step
+        zeros = {k: jnp.zeros(v.shape, v.dtype) for k, v in jax.eval_shape(one, state)[1].items()}
         (state, _, _), metrics = jax.lax.scan(lambda c, i: unit(c, i, zeros),
                                               (state, jnp.asarray(ahead, jnp.int32), jnp.bool_(False)),
                                               jnp.arange(length, dtype=jnp.int32))

@@ -293,14 +293,20 @@ class _Loop:
     def open_logger(self) -> RunLogger | None:
         if not self.lead:
             return None
-        metrics = dict(jax.eval_shape(self.chunk_program(1), self.abstract)[1])
+        # The columns from the first chunk's program, which is compiled anyway (a separate shape pass would trace
+        # the whole chunk once more: most of a small run's start-up).
+        metrics = dict(self.program(self.next_length()).out_info[1])
         metrics.pop(STALLED)
         return open_logger(self.cfg, self.run_dir, metrics, self.evaluator, self.layout, self.update)
+
+    def next_length(self) -> int:
+        """The units of the next chunk: a log row's worth, or what is left of the budget."""
+        return min(self.cfg.log_every, self.cfg.num_updates - self.update)
 
     def run_chunk(self) -> tuple[list[dict], dict]:
         """The next chunk of units, run: `(log rows per seed, host metrics)`; `update` and `counters`
         advanced. A chunk that could not spend its units raises `BudgetStalled`."""
-        length = min(self.cfg.log_every, self.cfg.num_updates - self.update)
+        length = self.next_length()
         run_chunk = self.program(length)
         t0 = time.perf_counter()
         self.state, metrics = run_chunk(self.state, self.ahead())
