@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 57's new curricula beside DR and robust PLR at one CPU budget: the runs of benchmarks/results/pace_cpu
-# (dr, plr_maxmc, pace) and cenie_cpu (cenie), plus TRACED, then one evaluate.py call over the five.
-# Same protocol for every run. (ReMiDi's run, below, did not finish within the session: not in the table.)
+# (dr, plr_maxmc, pace) and cenie_cpu (cenie), plus TRACED, ReMiDi, SFL and NCC, then one evaluate.py call over
+# the eight (the first call, over the five, is kept below). Same protocol for every run.
 set -euo pipefail
 cd /work/main
 . .venv/bin/activate
