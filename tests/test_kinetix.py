@@ -62,6 +62,7 @@ def both_sides():
     return run(jax.random.key(7))
 
 
+@pytest.mark.slow  # the authors' code compiled beside ours: over a minute here; CI's floor leg runs it
 def test_generated_levels_are_the_authors_sampler(both_sides):
     ours, theirs, *_ = both_sides
     assert_same_tree(ours, canonical_level(theirs))
@@ -69,6 +70,7 @@ def test_generated_levels_are_the_authors_sampler(both_sides):
     assert all(not getattr(x, "weak_type", False) for x in jax.tree.leaves(ours))
 
 
+@pytest.mark.slow  # the authors' code compiled beside ours: over a minute here; CI's floor leg runs it
 def test_an_episode_is_the_authors_step_for_step(both_sides):
     _, _, start, their_obs, (obs, r, d, solved, o2, r2, d2, goal) = both_sides
     np.testing.assert_array_equal(np.asarray(ENV.get_obs(start, PARAMS)), np.asarray(their_obs))
@@ -81,6 +83,7 @@ def test_an_episode_is_the_authors_step_for_step(both_sides):
     assert obs.shape == (N_STEPS, 140) and ENV.action_space(PARAMS).nvec == (3, 3, 3, 3, 2, 2)
 
 
+@pytest.mark.slow  # the authors' code compiled beside ours: over a minute here; CI's floor leg runs it
 def test_mutations_are_the_authors_key_for_key(both_sides):
     level = both_sides[0]
     _, env_params, static = PARAMS.objects()
@@ -98,6 +101,7 @@ def test_mutations_are_the_authors_key_for_key(both_sides):
         make_kinetix_mutator(-1)
 
 
+@pytest.mark.slow  # the authors' code compiled beside ours: over a minute here; CI's floor leg runs it
 def test_held_out_levels_are_the_authors_hand_designed_ones():
     names = level_names("s")
     assert len(names) == 10 and names[0] == "s/h0_weak_thrust" and len(level_names("m")) == 24
@@ -114,6 +118,7 @@ def test_held_out_levels_are_the_authors_hand_designed_ones():
     assert spec.default_suite_for(tiny("/tmp", env="kinetix", kinetix_size="m").env) == "m"
 
 
+@pytest.mark.slow  # the authors' code compiled beside ours: over a minute here; CI's floor leg runs it
 def test_the_noop_filter_is_the_authors():
     """`noop_solves` against the authors' filter rollout (their auto-resetting `step` with the zero action,
     the reward at the first done > 0.5), over 16 generated levels. The filtered generator itself runs in
@@ -183,6 +188,7 @@ def test_robust_plr_on_kinetix_trains_and_evaluates(tmp_path):
     assert len(doc["runs"]) == 2 and list(doc["runs"][0]["mazes"]) == list(level_names("s"))
 
 
+@pytest.mark.slow  # the authors' code compiled beside ours: over a minute here; CI's floor leg runs it
 def test_a_checkpoint_restores_kinetix_levels_exactly(both_sides, tmp_path):
     """A PLR buffer of Kinetix scenes (mixed int, float and bool leaves) through our orbax checkpoint."""
     from minimax.training.checkpoint import Checkpointer
