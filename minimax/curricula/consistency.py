@@ -60,8 +60,9 @@ def train_mask(env, env_params, obs, actions, reset, earlier_levels, considered,
     `earlier_levels` (`[M, ...]`); all True where none is considered (the first stage).
 
     The levels are stepped `group` at a time (default: all M), and only the groups that hold a considered
-    level are (a `while_loop`, so vmapped seeds skip them too): ReMiDi's first stage steps nothing, its stage
-    i steps the i earlier stages' buffers. The authors' `any` over levels at each step is an OR over the
+    level are (a `while_loop`; vmapped seeds run as many groups as the seed with the most, and ReMiDi's
+    stages advance together): ReMiDi's first stage steps nothing, its stage i steps the i earlier stages'
+    buffers. The authors' `any` over levels at each step is an OR over the
     groups, so the masks do not depend on the grouping."""
     m = considered.shape[0]
     group = m if group is None else group
