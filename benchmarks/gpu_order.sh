@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The standing GPU order as one device call that fits a 15-minute lease (issues 37, 55, 57): each part runs
+# only while time is left, under `timeout`, and logs to $OUT as it goes, so a part cut short still returns
+# what it printed. Prepared here, run there:
+#   echo /.whl/ >> .git/info/exclude; pip download ... -d .whl tyro docstring-parser typeguard shtab gymnax==1.0.1 \
+#       "gymnasium<1.4" farama-notifications          # the pure-Python wheels the device image lacks (Python 3.12)
+#   mkdir -p .gpu/before && git archive <rev> | tar -x -C .gpu/before   # optional: the "before" of a change
+#   run(carry=[".whl", ".gpu"], timeout_s=600, command="bash benchmarks/gpu_order.sh 540")
+# Parts, in order of importance:
+#   suite      gpu_suite.py: DR at 1 seed and the six Table 2 methods at 10 seeds vmapped (the projected hours)
+#   profile    gpu_profile.py: robust PLR at 10 seeds, where one update's device time goes
+#   before     the same robust PLR and ACCEL rows from .gpu/before (skipped without it)
+#   bf16       DR and PAIRED at 10 seeds with --matmul-dtype bfloat16 (beside the suite's float32 rows)
+#   curricula  the 2026 curricula (PACE, CENIE, TRACED, ReMiDi) at 10 seeds, beside the suite's robust PLR
+set -uo pipefail
+deadline=${1:-540}
+out=${OUT:-runs/gpu_order}
+mkdir -p "$out"
+if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+        .whl/*.whl || exit 1
+    export PYTHONPATH=/tmp/site
+fi
+export PYTHONUNBUFFERED=1
+left() { echo $((deadline - SECONDS)); }
+part() {  # name min_seconds command...: runs while at least min_seconds are left, cut at the deadline
+    local name=$1 need=$2; shift 2
+    if [ "$(left)" -lt "$need" ]; then echo "== $name: skipped, $(left) s left" | tee -a "$out/order.log"; return; fi
+    echo "== $name at ${SECONDS} s: $*" | tee -a "$out/order.log"
+    timeout --signal=INT "$(left)" bash -c '"$@"' _ "$@" 2>&1 | tee "$out/$name.log"
+    echo "== $name done at ${SECONDS} s (rc ${PIPESTATUS[0]})" | tee -a "$out/order.log"
+}
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; python3 -c \
+    "import jax, sys; print('jax', jax.__version__, jax.devices(), sys.version.split()[0])"; } 2>&1 \
+    | tee -a "$out/order.log"
+root=$PWD
+extra=${GPU_ORDER_EXTRA:-}  # e.g. --tiny: the same order at toy sizes, to check it here on the CPU
+suite() { (cd "$1" && shift && PYTHONPATH="$PWD:${PYTHONPATH:-}" python3 benchmarks/gpu_suite.py $extra "$@"); }
+export -f suite
+export extra
+part suite 120 suite "$root" --time-budget "$((deadline / 2 - 20))" \
+    --rows dr:1:0,dr:10:0,plr:10:0,accel:10:0,pplr:10:0,paccel:10:0,paired:10:0
+part profile 100 env PYTHONPATH="$root:${PYTHONPATH:-}" python3 benchmarks/gpu_profile.py --preset plr --seeds 10 \
+    --trace-dir /tmp/profile $extra
+[ -d .gpu/before/benchmarks ] && part before 90 suite "$root/.gpu/before" --time-budget 45 --rows plr:10:0,accel:10:0
+part bf16 90 suite "$root" --time-budget 45 --rows dr:10:0,paired:10:0 --set matmul_dtype=bfloat16
+part curricula 60 suite "$root" --time-budget "$(( $(left) - 70 ))" --rows pace:10:0,cenie:10:0,traced:10:0,remidi:10:0
+echo "== order done at ${SECONDS} s" | tee -a "$out/order.log"
