@@ -204,7 +204,9 @@ def test_a_checkpoint_restores_kinetix_levels_exactly(both_sides, tmp_path):
 
 def test_methods_that_cannot_apply_are_refused(tmp_path, capsys):
     for extra, message in ((["--method", "paired"], "--env kinetix has none"),
-                           (["--eval-suite", "m"], "size-m levels"),
+                           # a size-m run asked to evaluate on the size-s suite (10 levels to load, where size m's
+                           # suite has 24: loading a suite's levels is most of this test's time)
+                           (["--kinetix-size", "m", "--eval-suite", "s"], "size-s levels"),
                            (["--method", "robust_plr", "--score-function", "oracle_regret"], "oracle_regret"),
                            (["--method", "robust_plr", "--score-function", "least_confidence"], "least_confidence")):
         with pytest.raises(SystemExit):
