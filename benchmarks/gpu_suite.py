@@ -143,8 +143,8 @@ def main(argv=None) -> None:
         print(f"| {section} | {preset} | {seeds} | {unroll or 'default'} | {r['compile_s']:.1f} | "
               f"{r['s_per_update']:.4f} | {r['cycles_per_update']:.2f} |")
     many = 10 if not a.tiny else 2
-    per_method = {preset: r["s_per_update"] for section, preset, seeds, unroll, r in rows
-                  if section == "method" and seeds == many}
+    per_method = {preset: r["s_per_update"] for section, preset, seeds, unroll, r in rows  # --rows count too
+                  if section in ("method", "rows") and preset in TABLE_2 and seeds == many and unroll == 0}
     if len(per_method) == len(TABLE_2):
         hours = sum(per_method.values()) * 30_000 / 3600
         print(f"\nProjected full Table 2 (6 methods x {many} seeds x 30,000 PPO updates, one program per method): "
