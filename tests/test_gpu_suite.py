@@ -35,6 +35,19 @@ def test_size_overrides_are_parsed_and_a_bad_one_is_named():
             suite.parse_set([bad])
 
 
+def test_the_table_2_hours_are_projected_from_chosen_rows_too(monkeypatch, capsys):
+    """Six 10-seed rows given with --rows (how a short lease runs them) project the hours as the plan does;
+    five do not, and neither do rows at another unroll."""
+    seconds = dict(zip(suite.TABLE_2, (0.1, 0.2, 0.3, 0.1, 0.2, 0.3)))
+    monkeypatch.setattr(suite, "measure", lambda preset, *a, **k: {
+        "compile_s": 1.0, "s_per_update": seconds[preset], "cycles_per_update": 1.0})
+    suite.main(["--rows", ",".join(f"{p}:10:0" for p in suite.TABLE_2) + ",dr:1:0"])
+    assert "Projected full Table 2 (6 methods x 10 seeds x 30,000 PPO updates, one program per method): " \
+           "10.00 device-hours" in capsys.readouterr().out
+    suite.main(["--rows", ",".join(f"{p}:10:0" for p in suite.TABLE_2[:5]) + ",paccel:10:8"])
+    assert "Projected" not in capsys.readouterr().out
+
+
 def test_a_plr_row_measures_the_steady_state_of_two_seeds():
     row = suite.measure("plr", seeds=2, unroll=2, chunk=1, repeats=1, overrides=suite.TINY)
     assert row["s_per_update"] > 0 and row["compile_s"] > 0 and row["cycles_per_update"] >= 1
