@@ -2,10 +2,10 @@
 # The standing GPU order as one device call that fits a 15-minute lease (issues 37, 55, 57): each part runs
 # only while time is left, under `timeout`, and logs to $OUT as it goes, so a part cut short still returns
 # what it printed. Prepared here, run there:
-#   echo /.whl/ >> .git/info/exclude; pip download ... -d .whl tyro docstring-parser typeguard shtab gymnax==1.0.1 \
-#       "gymnasium<1.4" farama-notifications          # the pure-Python wheels the device image lacks (Python 3.12)
-#   mkdir -p .gpu/before && git archive <rev> | tar -x -C .gpu/before   # optional: the "before" of a change
-#   run(carry=[".whl", ".gpu"], timeout_s=600, command="bash benchmarks/gpu_order.sh 540")
+#   bash benchmarks/device_wheels.sh 3.12 core  # wheels/: the packages the device image lacks (its Python is 3.12)
+#   echo /.gpu/ >> .git/info/exclude; mkdir -p .gpu/before && git archive <rev> | tar -x -C .gpu/before
+#                                               # optional: the "before" of a change
+#   run(carry=["wheels", ".gpu"], timeout_s=600, command="bash benchmarks/gpu_order.sh 520")
 # Parts, in order of importance:
 #   suite      gpu_suite.py: DR at 1 seed and the six Table 2 methods at 10 seeds vmapped (the projected hours)
 #   profile    gpu_profile.py: robust PLR at 10 seeds, where one update's device time goes
@@ -16,9 +16,9 @@ set -uo pipefail
 deadline=${1:-540}
 out=${OUT:-runs/gpu_order}
 mkdir -p "$out"
-if ls .whl/*.whl >/dev/null 2>&1; then
+if ls wheels/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-        .whl/*.whl || exit 1
+        wheels/*.whl || exit 1
     export PYTHONPATH=/tmp/site
 fi
 export PYTHONUNBUFFERED=1
