@@ -260,18 +260,14 @@ def test_held_out_worlds_are_fixed_and_distinct():
         held_out("mazes")
 
 
-def test_level_metrics_and_identity():
-    levels, *_ = rollouts()
-    metrics = jax.jit(jax.vmap(level_metrics))(levels)
-    for name in ("trees", "water", "stone", "diamonds", "lava", "start_to_tree", "start_to_water",
-                 "start_to_diamond"):
-        assert metrics[name].shape == (N_WORLDS,) and metrics[name].dtype == jnp.int32
-    assert np.all(metrics["diamonds"] >= 1)  # always_diamond
-    assert np.all(metrics["trees"] > 0) and np.all(metrics["start_to_tree"] > 0)
-    assert np.all(metrics["start_to_tree"] < sum(PARAMS.map_size))
-    level = world(levels, 0)
-    rows, cols = np.nonzero(np.asarray(level.map) == 5)  # BlockType.TREE
-    start = np.asarray(level.player_position)
-    assert int(metrics["start_to_tree"][0]) == int(np.min(np.abs(rows - start[0]) + np.abs(cols - start[1])))
-    identity = level_identity(level)
-    assert_trees_equal(identity, (level.map, level.player_position))
+def test_the_runs_checks_read_the_suite_without_generating_its_worlds(tmp_path, monkeypatch):
+    """A run's checks name a bad suite at once and pass a good one without the 8 worlds' generation (about 12 s
+    here, `UEDEnv.check_suite`); training builds them when it first evaluates."""
+    import minimax.envs.craftax.env as craftax_env
+    from minimax.config import TrainConfig
+    from minimax.core.options import ConfigError
+
+    monkeypatch.setattr(craftax_env, "_held_out_worlds", lambda: pytest.fail("generated the held-out worlds"))
+    TrainConfig.from_options(env="craftax", eval_suite="worlds", eval_every=10, out_dir=str(tmp_path))  # checked
+    with pytest.raises(ConfigError, match="--eval-suite: unknown Craftax evaluation suite 'mazes'; known suites"):
+        TrainConfig.from_options(env="craftax", eval_suite="mazes", eval_every=10, out_dir=str(tmp_path))

@@ -202,11 +202,15 @@ def test_a_checkpoint_restores_kinetix_levels_exactly(both_sides, tmp_path):
     assert jax.tree.map(lambda a: a.dtype, restored["levels"]) == jax.tree.map(lambda a: a.dtype, levels)
 
 
-def test_methods_that_cannot_apply_are_refused(tmp_path, capsys):
+def test_methods_that_cannot_apply_are_refused(tmp_path, capsys, monkeypatch):
+    import minimax.envs.kinetix.levels as kinetix_levels
+
+    # The checks refuse a suite of another size class, or an unknown one, without reading its level files
+    # (`UEDEnv.check_suite`; size m's 24 files took about 45 s to load here just to be refused).
+    monkeypatch.setattr(kinetix_levels, "held_out_levels", lambda size: pytest.fail(f"loaded suite {size}"))
     for extra, message in ((["--method", "paired"], "--env kinetix has none"),
-                           # a size-m run asked to evaluate on the size-s suite (10 levels to load, where size m's
-                           # suite has 24: loading a suite's levels is most of this test's time)
-                           (["--kinetix-size", "m", "--eval-suite", "s"], "size-s levels"),
+                           (["--eval-suite", "m"], "size-m levels, and this run's levels are size s"),
+                           (["--kinetix-size", "m", "--eval-suite", "xl"], "unknown Kinetix held-out suite 'xl'"),
                            (["--method", "robust_plr", "--score-function", "oracle_regret"], "oracle_regret"),
                            (["--method", "robust_plr", "--score-function", "least_confidence"], "least_confidence")):
         with pytest.raises(SystemExit):

@@ -91,8 +91,9 @@ def _env_problems(c, spec, method):
     env = c.env.env_name
     if c.eval.eval_every and c.eval.eval_suite.strip():
         try:
-            levels = spec.held_out(c.eval.eval_suite)
-            if levels:  # a suite the training levels' params cannot play (Kinetix: another size class)
+            if spec.check_suite is not None:  # without loading the suite's levels
+                spec.check_suite(c.eval.eval_suite, spec.make_params(c.env))
+            elif levels := spec.held_out(c.eval.eval_suite):  # a suite the training params cannot play
                 levels[0].params_for(spec.make_params(c.env))
         except ValueError as err:
             yield f"--eval-suite: {err}"

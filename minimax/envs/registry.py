@@ -21,7 +21,10 @@ What an entry provides, and why each piece exists:
   `evaluate.py --suite`); `suites` lists the names it knows, `default_suite` is the one
   training evaluates on periodically, `test_suite` the benchmark `evaluate.py` scores by default;
   `default_suite_of(options) -> str` (optional) replaces both where they depend on the run's
-  options (Kinetix: the size class's own levels).
+  options (Kinetix: the size class's own levels); `check_suite(suite, params)` (optional) raises a
+  `ValueError` naming the problem when a run with training params `params` cannot evaluate on `suite`,
+  without loading the suite's levels (the run's checks call it before anything is built; without it they
+  load the suite and ask its first level's `params_for`, which is slow where levels are files: Kinetix).
 - `make_model(cfg) -> flax module`: the student network that suits the env's
   observations and actions (`(carry, obs, reset) -> (carry, policy, value)`); `cores`: the
   `--recurrent-cell` values it accepts.
@@ -110,6 +113,7 @@ class UEDEnv:
     default_suite: str = ""
     test_suite: str = ""
     default_suite_of: Callable[[Any], str] | None = None
+    check_suite: Callable[[str, Any], None] | None = None
     mutators: dict[str, Callable[[int], Callable]] = dataclasses.field(default_factory=dict)
     level_identity: Callable | None = None
     level_metrics: Callable | None = None

@@ -301,11 +301,17 @@ def _with_held_out_map(params: CraftaxParams) -> CraftaxParams:
     return params.replace(map_size=HELD_OUT_MAP_SIZE)
 
 
+def check_suite(suite: str, params: CraftaxParams | None = None) -> None:
+    """Raise a `ValueError` unless `suite` is a known one, without generating its worlds (any training params
+    play them: `_with_held_out_map`)."""
+    if suite != "worlds":
+        raise ValueError(f"unknown Craftax evaluation suite {suite!r}; known suites: {', '.join(SUITES)}")
+
+
 def held_out(suite: str) -> list[HeldOutLevel]:
     """Named evaluation worlds. `"worlds"`: `NUM_HELD_OUT_WORLDS` worlds of craftax's generator
     (default params) from fixed keys a training run never uses (`held_out_key`)."""
-    if suite != "worlds":
-        raise ValueError(f"unknown Craftax evaluation suite {suite!r}; known suites: {', '.join(SUITES)}")
+    check_suite(suite)
     return [HeldOutLevel(name=f"world{i}", sample=lambda key, world=world: world,
                          params_for=_with_held_out_map, fixed_level=world)
             for i, world in enumerate(_held_out_worlds())]

@@ -9,7 +9,8 @@ teacher design MDP (PAIRED and relatives are refused).
 from __future__ import annotations
 
 from minimax.envs.craftax.env import (
-    NUM_ACTIONS, SUITES, CraftaxClassic, CraftaxParams, held_out, level_identity, level_metrics, make_world_generator,
+    NUM_ACTIONS, SUITES, CraftaxClassic, CraftaxParams, check_suite, held_out, level_identity, level_metrics,
+    make_world_generator,
 )
 from minimax.envs.craftax.mutators import MUTATORS
 from minimax.envs.registry import UEDEnv
@@ -34,6 +35,7 @@ CRAFTAX = UEDEnv(
     make_generator=lambda options: make_world_generator(craftax_params(options)),
     make_model=craftax_model,
     held_out=held_out,
+    check_suite=check_suite,
     suites=SUITES,
     default_suite="worlds",
     test_suite="worlds",

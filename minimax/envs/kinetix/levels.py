@@ -122,16 +122,27 @@ def held_out_levels(size: str) -> tuple[tuple[str, EnvState], ...]:
                      for i, name in enumerate(names))
 
 
-def held_out(suite: str) -> list[HeldOutLevel]:
-    """The hand-designed levels of the size class `suite` (`s`, `m` or `l`)."""
+def _known(suite: str) -> None:
     if suite not in SUITES:
         raise ValueError(f"unknown Kinetix held-out suite {suite!r}; known suites: {', '.join(SUITES)} "
                          f"(the size classes)")
 
+
+def check_suite(suite: str, train: KinetixParams) -> None:
+    """Raise a `ValueError` unless a run with training params `train` can evaluate on `suite`: a known size
+    class, the run's own (a scene's arrays are sized by its class). Reads no level file."""
+    _known(suite)
+    if train.size != suite:
+        raise ValueError(f"the Kinetix held-out suite {suite!r} holds size-{suite} levels, and this run's "
+                         f"levels are size {train.size} (--kinetix-size): evaluate on --eval-suite {train.size}")
+
+
+def held_out(suite: str) -> list[HeldOutLevel]:
+    """The hand-designed levels of the size class `suite` (`s`, `m` or `l`)."""
+    _known(suite)
+
     def params_for(train: KinetixParams) -> KinetixParams:
-        if train.size != suite:
-            raise ValueError(f"the Kinetix held-out suite {suite!r} holds size-{suite} levels, and this run's "
-                             f"levels are size {train.size} (--kinetix-size): evaluate on --eval-suite {train.size}")
+        check_suite(suite, train)
         return train
     return [HeldOutLevel(name, sample=lambda key, lv=level: lv, params_for=params_for, fixed_level=level)
             for name, level in held_out_levels(suite)]
