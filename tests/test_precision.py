@@ -51,6 +51,54 @@ def test_a_bfloat16_product_is_the_float32_product_of_the_rounded_operands():
         einsum("ij,jk->ik", a[0], b, "float16")
 
 
+def test_a_bfloat16_products_backward_multiplies_the_rounded_cotangent_with_float32_results():
+    """Autodiff of the rounding would multiply in float32 (the bfloat16 operand upcast to meet the float32
+    cotangent) and round each gradient to bfloat16; the products' backward rounds the cotangent instead and
+    keeps the float32 result, so every product of a training step runs at bfloat16."""
+    k1, k2, k3 = jax.random.split(jax.random.key(8), 3)
+    a, b, ct = jax.random.normal(k1, (3, 5, 40)), jax.random.normal(k2, (40, 24)), jax.random.normal(k3, (3, 5, 24))
+    for product in (lambda a, b: einsum("tnf,fg->tng", a, b, "bfloat16"), lambda a, b: matmul(a, b, "bfloat16")):
+        _, vjp = jax.vjp(product, a, b)
+        da, db = vjp(ct)
+        assert da.dtype == db.dtype == jnp.float32
+        np.testing.assert_allclose(da, jnp.einsum("tng,fg->tnf", rounded(ct), rounded(b)), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(db, jnp.einsum("tnf,tng->fg", rounded(a), rounded(ct)), rtol=1e-5, atol=1e-4)
+        assert np.any(np.asarray(da) != np.asarray(rounded(da)))  # not rounded to bfloat16 on the way out
+        close(da, jnp.einsum("tng,fg->tnf", ct, b), 2e-2)  # and near the float32 gradient
+    layer = dense(7, "bfloat16")
+    w = layer.init(jax.random.key(1), a[0])
+    grads = jax.grad(lambda w: jnp.sum(jnp.sin(layer.apply(w, a))))(w)["params"]
+    want = jax.grad(lambda w: jnp.sum(jnp.sin(dense(7).apply(w, a))))(w)["params"]
+    assert grads["kernel"].dtype == jnp.float32
+    close(grads["kernel"], want["kernel"], 2e-2)
+    for spec in ("ij,jk", "...i,ij->...j", "ii,ij->j", "ijk,jl->il"):
+        with pytest.raises(ValueError, match="two-operand einsum spec"):
+            einsum(spec, a[0], b, "bfloat16")
+
+
+@pytest.mark.parametrize("name", ["lstm", "teacher"])
+def test_every_product_of_a_bfloat16_gradient_step_reads_bfloat16_operands(name):
+    """The student's and the teacher's loss gradients, as the PPO update builds them: every `dot_general` of the
+    lowered program (forward and backward) multiplies bfloat16 operands, none at float32 (TF32 on a GPU)."""
+    make, obs = next((m, o) for n, m, o in networks() if n == name)
+    reset = jnp.zeros(jax.tree.leaves(obs)[0].shape[:2], bool).at[0].set(True)
+    counts = {}
+    for dtype in ("float32", "bfloat16"):
+        model = make(dtype)
+        carry = model.initial_carry(4)
+        params = model.init(jax.random.key(7), carry, jax.tree.map(lambda x: x[:1], obs), reset[:1])
+
+        def loss(p):
+            _, policy, value = model.apply(p, carry, obs, reset)
+            return jnp.sum(value ** 2) + jnp.sum(jax.nn.log_softmax(policy.logits)[..., 0])
+        text = jax.jit(jax.grad(loss)).lower(params).as_text()
+        dots = [line.split(":")[-1] for line in text.splitlines() if "stablehlo.dot_general" in line]
+        counts[dtype] = (len(dots), sum(d.count("bf16") == 2 and "xf32>, tensor" not in d for d in dots))
+    (n32, low32), (n16, low16) = counts["float32"], counts["bfloat16"]
+    assert n16 >= 3 * 3 and low32 == 0  # forward and two backward products of each of the three-plus layers
+    assert low16 == n16, counts
+
+
 def test_the_lstm_hand_written_backward_at_bfloat16_equals_autodiff_of_the_same_rounding():
     k = jax.random.split(jax.random.key(2), 6)
     t, n, f, h = 12, 3, 6, 8
