@@ -134,11 +134,19 @@ def test_the_cenie_preset_is_robust_plr_with_the_papers_novelty_weight():
     assert {k for k in plr if k in cenie and cenie[k] != plr[k]} == {"preset", "method"}
 
 
+def test_the_accel_cenie_preset_is_accel_with_the_papers_novelty_weight():
+    ours, accel = PRESETS["accel_cenie"].options(), PRESETS["accel"].options()
+    assert ours["method"] == "accel_cenie" and ours["novelty_coef"] == 0.5
+    assert {k for k in accel if k in ours and ours[k] != accel[k]} == {"preset", "method"}
+
+
 @pytest.mark.slow  # two programs of the loop: about a minute of compiling on 2 cores
-def test_two_vmapped_seeds_train_resume_exactly_and_make_train_runs_them(tmp_path):
-    cfg = TrainConfig.from_options(**SMALL, seeds="0,1", out_dir=str(tmp_path), run_name="cenie")
+@pytest.mark.parametrize("method", ["cenie", "accel_cenie"])
+def test_two_vmapped_seeds_train_resume_exactly_and_make_train_runs_them(tmp_path, method):
+    cfg = TrainConfig.from_options(**{**SMALL, "method": method}, seeds="0,1", out_dir=str(tmp_path), run_name=method)
     rows, state = trains_resumes_and_makes_train(cfg)
     assert all(np.isfinite(r["novelty/played"]) for r in rows)
+    assert ("novelty/mutated" in rows[0]) == (method == "accel_cenie")
     assert state.novelty.shape == (2, 16) and bool(state.coverage.fitted.all())
     stored = np.asarray(state.buffer.filled)
     assert (np.asarray(state.novelty)[stored] != 0).any()  # stored levels carry their measured novelty

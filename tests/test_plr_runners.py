@@ -65,6 +65,18 @@ def two_seeds(request):
     return vmapped_run(request.param)
 
 
+def test_accel_cenie_measures_and_stores_its_childrens_novelty():
+    """ACCEL-CENIE's replay cycles play children (ACCEL's), measure their novelty and store it where they enter
+    the buffer; its other cycles play none (the counts of every method are checked below)."""
+    _, runner, _, states, m = vmapped_run("accel_cenie")
+    replay = m["replay_fraction_sum"] > 0
+    assert replay.any() and runner.mutates
+    np.testing.assert_array_equal(m["novelty/mutated_count"], np.where(replay, runner.num_envs, 0))
+    assert np.all(m["novelty/mutated_sum"][replay] != 0) and np.all(m["novelty/mutated_sum"][~replay] == 0)
+    children = np.asarray(states.buffer.filled) & (np.asarray(states.buffer.mutations) > 0)
+    assert children.any() and np.all(np.asarray(states.novelty)[children] != 0)
+
+
 def test_every_step_is_one_cycle_and_counts_gradient_updates_and_env_steps(two_seeds):
     """One step is one rollout cycle, as in the minimax release (its "update"): plain PLR trains on
     every cycle, robust PLR and ACCEL on replay cycles only (ACCEL's also play the mutated children),
@@ -363,7 +375,7 @@ def test_presets_are_the_reports_table_5():
     assert set(PRESETS) == (set(TABLE_5_COLUMNS) | {"paired", "pop_paired", "minimax_adversary", "sfl", "ncc",
                                                     "ncc_reg", "jaxnav_dr", "jaxnav_plr", "jaxnav_sfl", "kinetix_dr",
                                                     "kinetix_plr", "kinetix_accel", "kinetix_sfl", "pace",
-                                                    "cenie", "traced", "remidi"}
+                                                    "cenie", "accel_cenie", "traced", "remidi"}
                             | set(TABLE_6_COLUMNS))
     assert_presets_are_the_table(TABLE_5_COLUMNS, ("dr", "robust_plr", "parallel_plr", "accel", "parallel_accel"),
                                  TABLE_5_SHARED, TABLE_5_ROWS)

@@ -175,6 +175,11 @@ distributions of regret (MaxMC) and of state-action novelty (alpha 0.5, the pape
 table (window, components, regularisation, its PLR settings) was not readable here: the coverage options are
 `NoveltyConfig`'s defaults, and the PLR ones the report's, as for PACE (docs/methods.md)."""
 
+ACCEL_CENIE_MAZE = {**_preset("accel"), "preset": "accel_cenie", "method": "accel_cenie", "novelty_coef": 0.5}
+"""ACCEL-CENIE (the CENIE paper's ACCEL variant; `runners/cenie.py`): ACCEL (Table 5's `accel`) replaying by the
+mean of the regret and novelty rank distributions, the children's novelty measured too; the coverage options
+are `NoveltyConfig`'s defaults, as for `cenie`."""
+
 TRACED_MAZE = {**_preset("accel"), "preset": "traced", "method": "traced", "score_function": "pvl",
                "traced_transition_coef": 1.0, "traced_colearnability_coef": 1.0}
 """TRACED (ICLR 2026; `runners/traced.py`): ACCEL (Table 5's `accel`) scoring PVL + the transition prediction
@@ -194,7 +199,7 @@ PRESET_OPTIONS: dict[str, dict] = {**{name: _preset(name) for name in (*TABLE_5,
                                    "jaxnav_plr": JAXNAV_PLR, "jaxnav_sfl": JAXNAV_SFL, "kinetix_dr": KINETIX_DR,
                                    "kinetix_plr": KINETIX_PLR, "kinetix_accel": KINETIX_ACCEL,
                                    "kinetix_sfl": KINETIX_SFL, "pace": PACE_MAZE,
-                                   "cenie": CENIE_MAZE, "traced": TRACED_MAZE,
+                                   "cenie": CENIE_MAZE, "accel_cenie": ACCEL_CENIE_MAZE, "traced": TRACED_MAZE,
                                    "remidi": REMIDI_MAZE}
 """The methods' published configurations, by preset name: the minimax report's with an LSTM student
 (its Table 5; the learned-teacher presets share Table 5's PAIRED column) and with an S5

@@ -10,6 +10,14 @@ then the cycle's samples join the coverage window and the mixture takes `--novel
 steps. Admission into the buffer and the slot a newcomer replaces follow the regret score, as in robust
 PLR (the paper combines the two objectives in the replay distribution). `--novelty-coef 0` is robust
 PLR's replay distribution, with the coverage still fitted.
+
+ACCEL-CENIE (`--method accel_cenie`, the paper's other variant) is the same cycle with ACCEL's mutation
+(`accel.py`): after a replay's update the replayed levels' children are played with the updated policy,
+scored, offered, and their novelty is measured and stored like the played levels'. Our choices where
+the paper was not readable here: a child's novelty is measured against the coverage after this cycle's
+refit (it is compared with what the student has just played, its parent included), and the children's
+rollouts do not join the coverage (it models the experience of the levels the student is sent to: new
+and replayed ones; a child's rollout only scores it).
 """
 
 from __future__ import annotations
@@ -27,10 +35,11 @@ from minimax.core.options import check
 from minimax.curricula.features import action_count
 from minimax.curricula.novelty import (Coverage, init_coverage, level_novelty, level_samples, novelty_weights,
                                        push, refit, step_features)
+from minimax.runners.branches import cond_or_zeros
 from minimax.runners.plr_family import PLRState
 from minimax.runners.plr_method import plr_method
-from minimax.runners.plr_parts import (CoinReplayRunner, finish, mark_stored, new_levels, play, played_groups,
-                                       replay_or_count, score_and_offer, train, write_slots)
+from minimax.runners.plr_parts import (CoinReplayRunner, finish, group_metrics, mark_stored, mutate, new_levels, play,
+                                       played_groups, replay_or_count, score_and_offer, train, write_slots)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +104,8 @@ class CENIERunner(CoinReplayRunner):
                           novelty=jnp.zeros((self.capacity,), jnp.float32))
 
     def cycle(self, state: CENIEState, replay):
-        """Robust PLR's cycle with the mixed replay distribution and the coverage's update (module docstring)."""
+        """Robust PLR's cycle with the mixed replay distribution and the coverage's update (module docstring);
+        ACCEL-CENIE's also mutates the replayed levels."""
         n, params, nc, bc = self.n, state.train_state.params, self.novelty, self.buffer_cfg
         key, _, k_new, k_sample, k_roll, k_upd, k_cover = jax.random.split(state.key, 7)
         seeds, new = new_levels(self, k_new, state.training_set, n)
@@ -106,21 +116,56 @@ class CENIERunner(CoinReplayRunner):
         train_state, metrics = train(self, k_upd, state.train_state, played.batch, replay)
         buffer, where, scored = score_and_offer(self, buffer, played, params, replay | ~played.repeat)
         k_samples, k_fit = jax.random.split(k_cover)
-        features = step_features(played.rollout.obs, played.rollout.actions, self.num_actions)
-        samples = level_samples(self.shard.device_key(k_samples), features, nc.novelty_samples)
-        novelty = level_novelty(state.coverage, samples)
+        samples, novelty = self.measure(k_samples, state.coverage, played)
         stored = write_slots(self, state.novelty, where, novelty)
         coverage = refit(k_fit, push(state.coverage, self.shard.gather(samples)), nc.novelty_em_steps,
                          nc.novelty_reg)
         training_set = mark_stored(self, state.training_set, seeds, jnp.where(replay, -1, where))
         metrics.update(played_groups(self, replay, played, scored))
         metrics.update(mean_sums("novelty/played", novelty.sum(), n))
+
+        def mutate_and_play(carry):
+            """ACCEL-CENIE: the replayed levels' children, played with the updated policy, scored, offered, and
+            their novelty measured against the refitted coverage and stored; no gradient."""
+            buffer, stored = carry
+            k_mut, k_kids, k_kid_samples = jax.random.split(jax.random.fold_in(k_cover, 1), 3)
+            parent_scores = jnp.where(scored.valid, scored.scores, buffer.scores[idx])
+            children, mutations = mutate(self, k_mut, levels, parent_scores, buffer.mutations[idx])
+            kids = play(self, k_kids, train_state.params, buffer, children)
+            buffer, kid_where, kid_scores = score_and_offer(self, buffer, kids, train_state.params, ~kids.repeat,
+                                                            mutations)
+            _, kid_novelty = self.measure(k_kid_samples, coverage, kids)
+            return (buffer, write_slots(self, stored, kid_where, kid_novelty)), {
+                **group_metrics(self, "mutated", kids, kid_scores),
+                **mean_sums("novelty/mutated", kid_novelty.sum(), n)}
+
+        if self.mutates:
+            (buffer, stored), mutated = cond_or_zeros(replay, mutate_and_play, (buffer, stored))
+            metrics.update(mutated)
+        env_steps = self.num_envs * self.num_steps * (1 + jnp.asarray(replay & self.mutates, jnp.int32))
         out, metrics = finish(self, state, train_state, buffer, training_set, key, metrics, played.rollout, replay,
-                              replay, self.num_envs * self.num_steps)
+                              replay, env_steps)
         return CENIEState(**{f: getattr(out, f) for f in PLRState.__dataclass_fields__}, coverage=coverage,
                           novelty=stored), metrics
+
+    def measure(self, key, coverage: Coverage, played):
+        """`(samples, novelty[n])`: (state, action) samples of each played level's rollout and its novelty
+        against `coverage`."""
+        features = step_features(played.rollout.obs, played.rollout.actions, self.num_actions)
+        samples = level_samples(self.shard.device_key(key), features, self.novelty.novelty_samples)
+        return samples, level_novelty(coverage, samples)
+
+
+class ACCELCENIERunner(CENIERunner):
+    """ACCEL-CENIE: CENIE's cycle with ACCEL's mutation of the replayed levels (module docstring)."""
+
+    method = "accel_cenie"
+    mutates = True
 
 
 register_method(plr_method(CENIERunner, "PLR-CENIE: robust PLR replaying by rank of regret and of state-action "
                                         "novelty (a Gaussian mixture of the student's coverage)",
+                           options={"novelty": NoveltyConfig}))
+register_method(plr_method(ACCELCENIERunner, "ACCEL-CENIE: ACCEL replaying by rank of regret and of state-action "
+                                             "novelty, its mutated levels' novelty measured too",
                            options={"novelty": NoveltyConfig}))
