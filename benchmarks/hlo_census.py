@@ -72,6 +72,7 @@ def census(text: str) -> dict:
                 out[key + "copies"] += times
             if op == "conditional":
                 out[key + "conditionals"] += times
+                out[("where (nested) " if dynamic else "where ") + "branch in " + scope(line)] += times
                 branches = re.search(r"branch_computations=\{([^}]*)\}", line)
                 names = re.findall(r"%([\w.\-]+)", branches.group(1)) if branches else \
                     re.findall(r"(?:true|false)_computation=%([\w.\-]+)", line)
@@ -86,12 +87,23 @@ def census(text: str) -> dict:
                     walk(body, times * int(trips.group(1)), dynamic)
                 else:
                     out["loops of unknown count"] += 1
+                    # Its condition runs at least once per run of the code around it (a loop inside another loop of
+                    # unknown count: once per iteration of that one, which may run 0 times).
+                    out[("where " if not dynamic else "where (nested) ") + scope(line)] += times
                     walk(body, times, True)
             elif op == "call":
                 walk(re.search(r"to_apply=%([\w.\-]+)", line).group(1), times, dynamic)
 
     walk(entry, 1.0, False)
     return dict(out)
+
+
+def scope(line: str) -> str:
+    """Where a loop was traced, from its `op_name`, without the jit and loop-body plumbing."""
+    name = re.search(r'op_name="([^"]*)"', line)
+    parts = [q for q in (name.group(1) if name else "?").split("/")
+             if q not in ("while", "body", "closed_call", "cond") and not q.startswith("jit(")]
+    return "/".join(parts) or "?"
 
 
 def chunk_text(preset: str, seeds: int, chunk: int, overrides: dict) -> str:
@@ -119,12 +131,24 @@ def main(argv=None) -> None:
     columns = ("loops", "iterations", "kernels", "copies", "conditionals")
     print("| preset | " + " | ".join(f"{c}" for c in columns) + " | loops of unknown count | their kernels ? | "
           "their copies ? |\n|---|" + "---:|" * (len(columns) + 3))
+    wheres = []
     for preset in a.presets.split(","):
         c = census(chunk_text(preset, a.seeds, a.chunk, overrides))
         per = lambda k: f"{c.get(k, 0) / a.chunk:,.0f}"  # noqa: E731
         print(f"| {preset} | " + " | ".join(per(k) for k in columns) +
               f" | {c.get('loops of unknown count', 0) // a.chunk} | {per('dynamic kernels')} | "
               f"{per('dynamic copies')} |", flush=True)
+        wheres.append((preset, {k[6:]: v / a.chunk for k, v in c.items() if k.startswith("where ")}))
+    # Each test of a loop whose count depends on the data is read back by the host on a GPU (unless the loop runs
+    # in a command buffer): a floor on the round trips per update, where each loop was traced.
+    print("\nHost round trips on a GPU: the tests of loops of unknown count and the branches (`lax.cond`), where "
+          "they were traced (nested: inside a loop of unknown count, so per iteration of that one, `?`)\n")
+    print("| preset | traced in | tests per update, at least |\n|---|---|---:|")
+    for preset, where in wheres:
+        for name, times in sorted(where.items(), key=lambda kv: -kv[1]):
+            nested = name.startswith("(nested) ")
+            print(f"| {preset} | `{name[9:] if nested else name}`{' (nested)' if nested else ''} | "
+                  f"{'?' if nested else f'{times:,.0f}'} |")
 
 
 if __name__ == "__main__":

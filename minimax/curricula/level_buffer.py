@@ -285,12 +285,14 @@ def _merge_offers(slots, scores, max_returns, ok, rule: str):
 
 def _target_slot(buf: LevelBuffer, cfg: BufferConfig):
     """Where a newcomer goes: the first empty slot, else the lowest-scored (`lowest_score`) or
-    lowest replay-weighted entry."""
+    lowest replay-weighted entry. Both are computed and one is selected, not branched on: a `lax.cond`
+    here is a host round trip per offered level on a GPU at one seed (under `vmap` it is a select anyway),
+    and the buffer is full for all but its first cycles, where the lowest entry is needed regardless."""
     if cfg.replacement == "lowest_score":
-        lowest = lambda b: jnp.argmin(jnp.where(b.filled, b.scores, jnp.inf))  # noqa: E731
+        lowest = jnp.argmin(jnp.where(buf.filled, buf.scores, jnp.inf))
     else:
-        lowest = lambda b: jnp.argmin(jnp.where(b.filled, replay_weights(b, cfg), jnp.inf))  # noqa: E731
-    return jax.lax.cond((~buf.filled).any(), lambda b: jnp.argmax(~b.filled), lowest, buf).astype(jnp.int32)
+        lowest = jnp.argmin(jnp.where(buf.filled, replay_weights(buf, cfg), jnp.inf))
+    return jnp.where((~buf.filled).any(), jnp.argmax(~buf.filled), lowest).astype(jnp.int32)
 
 
 def offer(buffer: LevelBuffer, levels, slots, scores, max_returns, valid, cfg: BufferConfig, mutations=None,
