@@ -11,8 +11,9 @@
 #   profile    gpu_profile.py: robust PLR at 10 seeds, where one update's device time goes
 #   before     the same robust PLR and ACCEL rows from .gpu/before (skipped without it)
 #   bf16       DR and PAIRED at 10 seeds with --matmul-dtype bfloat16 (beside the suite's float32 rows)
-#   flags      DR and robust PLR at 10 seeds with XLA:GPU's while and conditional command buffers (issue 55 part 2:
-#              a loop's trip test read back by the host is one round trip per iteration, ~300 per update)
+#   flags      DR at 1 and 10 seeds, robust PLR at 10, with XLA:GPU's while and conditional command buffers (issue
+#              55 part 2: each test of a loop of unknown count is read back by the host, a round trip that drains the
+#              queue; DR's pool refill tests once per env step, 256 per update: hlo_census.py)
 #   unroll     DR and robust PLR at 10 seeds with --scan-unroll 32 (8 by default on a GPU: 4x fewer iterations)
 #   curricula  the 2026 curricula (PACE, CENIE, TRACED, ReMiDi) at 10 seeds, beside the suite's robust PLR
 set -uo pipefail
@@ -49,8 +50,8 @@ part profile 100 env PYTHONPATH="$root:${PYTHONPATH:-}" python3 benchmarks/gpu_p
     --trace-dir /tmp/profile $extra
 [ -d .gpu/before/benchmarks ] && part before 90 suite "$root/.gpu/before" --time-budget 45 --rows plr:10:0,accel:10:0
 part bf16 90 suite "$root" --time-budget 45 --rows dr:10:0,paired:10:0 --set matmul_dtype=bfloat16
-part flags 90 env XLA_FLAGS="--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL ${XLA_FLAGS:-}" \
-    bash -c 'suite "$1" --time-budget 45 --rows dr:10:0,plr:10:0' _ "$root"
+part flags 110 env XLA_FLAGS="--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL ${XLA_FLAGS:-}" \
+    bash -c 'suite "$1" --time-budget 70 --rows dr:1:0,dr:10:0,plr:10:0' _ "$root"
 part unroll 90 suite "$root" --time-budget 45 --rows dr:10:32,plr:10:32
 part curricula 60 suite "$root" --time-budget "$(( $(left) > 71 ? $(left) - 70 : 1 ))" --rows pace:10:0,cenie:10:0,traced:10:0,remidi:10:0
 echo "== order done at ${SECONDS} s" | tee -a "$out/order.log"
