@@ -273,3 +273,42 @@ def test_the_progress_bar_keeps_its_width():
               [(0, None, None), (123, 45.6, None), (12_345_678, 98_765.0, 0.5), (9_999_999_999, 1e9, -1.0)]}
     assert widths == {36}
     assert 7 + 1 + train_module.Progress.BAR_WIDTH + 1 + len("30000/30000") + 1 + 36 + 1 + len("0:00:00") <= 80
+
+
+def test_a_failed_restores_abandoned_reads_are_not_logged_by_asyncio():
+    """After a failed restore, asyncio logs "Task exception was never retrieved" for each of Orbax's pending reads
+    when the garbage collector finalizes it, anywhere: inside an `ast.parse` (tyro's docstrings), Python 3.11's
+    caret-drawing traceback parses again and CPython's AST recursion count breaks (gh-106905, a `SystemError` seen
+    in this suite). The restore installs a filter on asyncio's logger that drops exactly those records, before
+    any handler formats them; other asyncio errors still reach the handlers."""
+    import logging
+    import traceback
+
+    from minimax.training.checkpoint import ABANDONED_READ, _quiet_closed_loop_callbacks
+
+    _quiet_closed_loop_callbacks()  # what every restore does first
+    seen = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            seen.append(record.exc_info[1])
+
+    def raise_from(name):
+        code = compile(f"def {name}():\n    raise ValueError('Requested shape: (128,) is not compatible')\n",
+                       "orbax_like", "exec")
+        scope = {}
+        exec(code, scope)  # noqa: S102 (a function with Orbax's reader's name, raising what a mismatch raises)
+        try:
+            scope[name]()
+        except ValueError as e:
+            return e
+
+    log, handler = logging.getLogger("asyncio"), Keep()
+    log.addHandler(handler)
+    try:
+        for name in (ABANDONED_READ, "some_other_coroutine"):
+            error = raise_from(name)
+            log.error("Task exception was never retrieved", exc_info=(type(error), error, error.__traceback__))
+    finally:
+        log.removeHandler(handler)
+    assert len(seen) == 1 and traceback.extract_tb(seen[0].__traceback__)[-1].name == "some_other_coroutine"

@@ -13,6 +13,7 @@ Typed PRNG keys are stored as their raw `uint32` key data and re-wrapped on rest
 
 from __future__ import annotations
 
+import logging
 import shutil
 import sys
 import warnings
@@ -68,6 +69,9 @@ def _quiet_closed_loop_callbacks() -> None:
     RuntimeWarning): dozens to thousands of lines of noise after the one error that matters. Drop
     exactly those (installed once, for the rest of the process); every other unraisable goes on as before."""
     warnings.filterwarnings("ignore", message=f"coroutine '{ABANDONED_READ}' was never awaited")
+    asyncio_log = logging.getLogger("asyncio")
+    if not any(isinstance(f, _DropsAbandonedReads) for f in asyncio_log.filters):
+        asyncio_log.addFilter(_DropsAbandonedReads())
     previous = sys.unraisablehook
     if getattr(previous, "_drops_closed_loop", False):
         return
@@ -79,6 +83,23 @@ def _quiet_closed_loop_callbacks() -> None:
 
     hook._drops_closed_loop = True
     sys.unraisablehook = hook
+
+
+class _DropsAbandonedReads(logging.Filter):
+    """Drops asyncio's "Task exception was never retrieved" for the reads of a failed restore, before any
+    handler formats them. Those records are logged when the garbage collector finalizes the tasks, which
+    may happen inside an unrelated `ast.parse` (tyro reads docstrings with it); Python 3.11 formats a
+    traceback's carets with `ast.parse` too, and a parse nested in a parse breaks CPython's AST recursion
+    count (gh-106905): a `SystemError` in whatever code was parsing. Dropped here, nothing is formatted."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        tb = getattr(error, "__traceback__", None)
+        while tb is not None:
+            if tb.tb_frame.f_code.co_name == ABANDONED_READ:
+                return False
+            tb = tb.tb_next
+        return True
 
 
 def _first_line(e: Exception, limit: int = 300) -> str:
