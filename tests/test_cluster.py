@@ -247,7 +247,12 @@ def test_a_killed_job_and_a_requeued_job_finish_their_runs_once_as_an_uninterrup
         assert without_timing(read_rows(run)) == expected  # every update once, the same numbers
     ended = {n: cluster.read_sessions(sessions[n]) for n in names}
     assert [s["exit"] for s in ended[names[0]]] == [-signal.SIGKILL, 0]
-    assert [s["exit"] for s in ended[names[1]]] == [cluster.STOPPED, 0]  # saved, then requeued by submitit
+    # Saved, then requeued by submitit. On a loaded machine the run can reach its 30th update between the checkpoint
+    # the test waits for and the signal: the SIGTERM then lands while train.py exits, after its handlers (which last
+    # for the training loop) are gone, and ends it by the default action (-SIGTERM); the run is complete either way
+    # (its logs are checked above) and the requeued session resumes and finds it so.
+    first_exit, second_exit = [s["exit"] for s in ended[names[1]]]
+    assert first_exit in (cluster.STOPPED, -signal.SIGTERM) and second_exit == 0, ended[names[1]]
     assert [s["job_id"] for s in ended[names[1]]] == [jobs[names[1]]] * 2  # the same job, requeued
     assert [s["args"][0] for s in ended[names[1]]] == ["--preset", "--resume"]
     assert [s["exit"] for s in ended[names[2]]] == [0]
