@@ -52,7 +52,7 @@ def matmul(a, b, dtype: str = "float32"):
     """`a @ b` for a 2-D `b` (any leading axes on `a`) at `dtype` (`einsum`)."""
     if check_matmul_dtype(dtype) == "float32":
         return a @ b
-    lead = "abcdefgh"[:a.ndim - 1]
+    lead = "abcdefghijklmnopqrstuvwx"[:a.ndim - 1]  # the leading axes' letters (y, z: the product's)
     return einsum(f"{lead}y,yz->{lead}z", a, b, dtype)
 
 
