@@ -13,6 +13,10 @@ maze's search: their iterations are per iteration of their parent, `?` below), t
 matmuls, convolutions, custom calls, sorts, scatters and gathers), copies and `conditional`s. Backends fuse
 differently, so kernel and copy counts are the compiling backend's; the loops and their counts are the
 program's own.
+
+A second table lists where each loop of unknown count and each `conditional` was traced (its `op_name`
+scope) and how often it is tested per update at least: on a GPU each test is a host read-back of a
+predicate after the queue drains, unless XLA runs the loop in a command buffer (DESIGN "Host round trips").
 """
 
 from __future__ import annotations
