@@ -95,7 +95,7 @@ def test_every_product_of_a_bfloat16_gradient_step_reads_bfloat16_operands(name)
         dots = [line.split(":")[-1] for line in text.splitlines() if "stablehlo.dot_general" in line]
         counts[dtype] = (len(dots), sum(d.count("bf16") == 2 and "xf32>, tensor" not in d for d in dots))
     (n32, low32), (n16, low16) = counts["float32"], counts["bfloat16"]
-    assert n16 >= 3 * 3 and low32 == 0  # forward and two backward products of each of the three-plus layers
+    assert n16 == n32 >= 3 * 3 and low32 == 0  # forward and two backward products of each of the three-plus layers
     assert low16 == n16, counts
 
 
