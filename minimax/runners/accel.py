@@ -16,8 +16,8 @@ import jax.numpy as jnp
 from minimax.runners.branches import cond_or_zeros
 from minimax.runners.plr_family import PLRState
 from minimax.runners.plr_method import plr_method
-from minimax.runners.plr_parts import (CoinReplayRunner, finish, group_metrics, mark_stored, mutate, new_levels, play,
-                                       played_groups, replay_or_count, score_and_offer, train)
+from minimax.runners.plr_parts import (CoinReplayRunner, finish, group_metrics, mark_stored, new_levels, play,
+                                       play_children, played_groups, replay_or_count, score_and_offer, train)
 from minimax.core.methods import register_method
 
 
@@ -43,10 +43,7 @@ class ACCELRunner(CoinReplayRunner):
         def mutate_and_play(buffer):
             """The children of the replayed levels (parents scored by this cycle, else by their stored score),
             played with the updated policy, scored and offered; no gradient."""
-            k_mut, k_roll = jax.random.split(k_mutation)
-            parent_scores = jnp.where(scored.valid, scored.scores, buffer.scores[idx])
-            children, mutations = mutate(self, k_mut, levels, parent_scores, buffer.mutations[idx])
-            kids = play(self, k_roll, train_state.params, buffer, children)
+            kids, mutations = play_children(self, k_mutation, buffer, levels, idx, scored, train_state.params)
             buffer, _, kid_scores = score_and_offer(self, buffer, kids, train_state.params, ~kids.repeat, mutations)
             return buffer, group_metrics(self, "mutated", kids, kid_scores)
 

@@ -38,8 +38,9 @@ from minimax.curricula.novelty import (Coverage, init_coverage, level_novelty, l
 from minimax.runners.branches import cond_or_zeros
 from minimax.runners.plr_family import PLRState
 from minimax.runners.plr_method import plr_method
-from minimax.runners.plr_parts import (CoinReplayRunner, finish, group_metrics, mark_stored, mutate, new_levels, play,
-                                       played_groups, replay_or_count, score_and_offer, train, write_slots)
+from minimax.runners.plr_parts import (CoinReplayRunner, finish, group_metrics, mark_stored, new_levels, play,
+                                       play_children, played_groups, replay_or_count, score_and_offer, train,
+                                       write_slots)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,10 +129,8 @@ class CENIERunner(CoinReplayRunner):
             """ACCEL-CENIE: the replayed levels' children, played with the updated policy, scored, offered, and
             their novelty measured against the refitted coverage and stored; no gradient."""
             buffer, stored = carry
-            k_mut, k_kids, k_kid_samples = jax.random.split(jax.random.fold_in(k_cover, 1), 3)
-            parent_scores = jnp.where(scored.valid, scored.scores, buffer.scores[idx])
-            children, mutations = mutate(self, k_mut, levels, parent_scores, buffer.mutations[idx])
-            kids = play(self, k_kids, train_state.params, buffer, children)
+            k_children, k_kid_samples = jax.random.split(jax.random.fold_in(k_cover, 1))
+            kids, mutations = play_children(self, k_children, buffer, levels, idx, scored, train_state.params)
             buffer, kid_where, kid_scores = score_and_offer(self, buffer, kids, train_state.params, ~kids.repeat,
                                                             mutations)
             _, kid_novelty = self.measure(k_kid_samples, coverage, kids)

@@ -226,6 +226,16 @@ def mutate(run: Run, key, levels, scores, parent_mutations):
     return children, parent_mutations + 1
 
 
+def play_children(run: Run, key, buffer: LevelBuffer, levels, idx, scored: Scored, params):
+    """ACCEL's second rollout of a replay cycle: the children of the replayed `levels` (slots `idx`), parents
+    ranked by this cycle's scores where valid, else by their stored ones, played with the updated `params`.
+    `(kids: Played, their edit counts)`; the caller scores and offers them its own way."""
+    k_mut, k_roll = jax.random.split(key)
+    parent_scores = jnp.where(scored.valid, scored.scores, buffer.scores[idx])
+    children, mutations = mutate(run, k_mut, levels, parent_scores, buffer.mutations[idx])
+    return play(run, k_roll, params, buffer, children), mutations
+
+
 # ---------------------------------------------------------------- finish
 
 def envs_part(played: Played, scored: Scored, start: int, stop: int) -> tuple[Played, Scored]:

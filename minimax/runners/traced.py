@@ -33,8 +33,9 @@ from minimax.curricula.weights import transform_weights
 from minimax.runners.branches import cond_or_zeros
 from minimax.runners.plr_family import PLRState
 from minimax.runners.plr_method import plr_method
-from minimax.runners.plr_parts import (CoinReplayRunner, finish, group_metrics, mark_stored, mutate, new_levels, play,
-                                       played_groups, replay_or_count, score_and_offer, train, write_slots)
+from minimax.runners.plr_parts import (CoinReplayRunner, finish, group_metrics, mark_stored, new_levels, play,
+                                       play_children, played_groups, replay_or_count, score_and_offer, train,
+                                       write_slots)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,10 +156,7 @@ class TracedRunner(CoinReplayRunner):
         def mutate_and_play(carry):
             """ACCEL's children of the replayed levels, scored and offered the TRACED way; no gradient."""
             buffer, model, ledger = carry
-            k_mut, k_roll = jax.random.split(k_mutation)
-            parent_scores = jnp.where(scored.valid, scored.scores, buffer.scores[idx])
-            children, mutations = mutate(self, k_mut, levels, parent_scores, buffer.mutations[idx])
-            kids = play(self, k_roll, train_state.params, buffer, children)
+            kids, mutations = play_children(self, k_mutation, buffer, levels, idx, scored, train_state.params)
             buffer, model, ledger, _, kid_scores, _ = self.scored_offer(buffer, model, ledger, kids,
                                                                         train_state.params, ~kids.repeat, mutations)
             return (buffer, model, ledger), group_metrics(self, "mutated", kids, kid_scores)
