@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import logging
 import re
 
 import jax
@@ -56,7 +57,7 @@ def test_same_seed_gives_the_same_metrics(reference_run, tmp_path):
     assert without_timing(read_rows(other.run_dir))[0] != without_timing(read_rows(reference_run.run_dir))[0]
 
 
-def test_resume_after_a_kill_equals_the_uninterrupted_run(reference_run, tmp_path):
+def test_resume_after_a_kill_equals_the_uninterrupted_run(reference_run, tmp_path, caplog):
     cfg = reference_run.replace(out_dir=str(tmp_path))
     train(cfg)
     # Simulate a kill after update 15 was logged but before the checkpoint at 20 was written.
@@ -64,7 +65,12 @@ def test_resume_after_a_kill_equals_the_uninterrupted_run(reference_run, tmp_pat
     (cfg.run_dir / "metrics.jsonl").write_text("\n".join(rows[:3]) + "\n")
     import shutil
     shutil.rmtree(cfg.run_dir / "checkpoints" / "20")
+    # The resumed run loads its chunk from the compilation cache that the uninterrupted run filled: a
+    # restored state is lowered as a fresh one is (`loop.committed`), not compiled again.
+    caplog.set_level(logging.DEBUG, logger="jax._src.compiler")
     main(["--resume", "--out-dir", str(tmp_path), "--run-name", "reference", "--no-progress"])
+    assert any("cache hit for 'jit_train_chunk'" in r.getMessage() for r in caplog.records), \
+        [r.getMessage()[:80] for r in caplog.records]
     assert without_timing(read_rows(cfg.run_dir)) == without_timing(read_rows(reference_run.run_dir))
     csv_rows = (cfg.run_dir / "metrics.csv").read_text().splitlines()
     assert len(csv_rows) == 5  # header + 4, no duplicates
