@@ -11,16 +11,20 @@ import sys
 # backend, cuts the suite from 910 s to 348 s on this 2-core machine (28 -> 10 min of CPU; the
 # first two flags alone: 655 s):
 # - LLVM at -O0 without its expensive passes;
-# - XLA's older loop emitters for fusions (the newer fusion emitters cost more to compile);
-# - one code-generation thread per program (two xdist workers already fill both cores).
+# - XLA's older loop emitters for fusions (the newer fusion emitters cost more to compile; jaxlib 0.11
+#   has only the newer ones and dropped the flag);
+# - one code-generation thread per program (two xdist workers already fill both cores);
+# - the compile-time preset, where the jaxlib has one (0.10 accepts it without effect).
 # XLA's graph passes (fusion, layout) still run: each program computes the same operations and only
 # machine-code quality changes; comparisons between programs already allow for rounding. A test
 # whose program runs for seconds compiles it at full optimisation (run_helpers.FULL_OPTIMISATION).
-# XLA aborts on a flag it does not know, so a newer jaxlib that dropped one is probed for first.
-# Set XLA_FLAGS with --xla_backend_optimization_level to test at another level.
-TEST_XLA_FLAGS = ("--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true "
-                  "--xla_cpu_use_fusion_emitters=false --xla_cpu_parallel_codegen_split_count=1")
-FALLBACK_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+# XLA aborts on a flag it does not know, and jaxlib versions differ in which they know: the whole set
+# is probed first, then (when the jaxlib refuses it) each flag alone, and every known one is kept.
+# Until this probed each flag, one unknown flag (jaxlib 0.11 dropped the emitter flag) left CI's
+# newest leg at the first two. Set XLA_FLAGS with --xla_backend_optimization_level to test at another level.
+TEST_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_llvm_disable_expensive_passes=true",
+                  "--xla_cpu_use_fusion_emitters=false", "--xla_cpu_parallel_codegen_split_count=1",
+                  "--xla_cpu_opt_preset=FAST_COMPILE")
 
 
 def _xla_accepts(flags: str) -> bool:
@@ -29,12 +33,16 @@ def _xla_accepts(flags: str) -> bool:
     return subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True).returncode == 0
 
 
+def known_test_flags() -> list[str]:
+    """The TEST_XLA_FLAGS this jaxlib knows: all of them in one probe, else each probed alone."""
+    if _xla_accepts(" ".join(TEST_XLA_FLAGS)):
+        return list(TEST_XLA_FLAGS)
+    return [flag for flag in TEST_XLA_FLAGS if _xla_accepts(flag)]
+
+
 # Under xdist the controller sets this before it starts the workers, which inherit it.
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    for _flags in (TEST_XLA_FLAGS, FALLBACK_XLA_FLAGS):
-        if _xla_accepts(_flags):
-            os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_flags}".strip()
-            break
+    os.environ["XLA_FLAGS"] = " ".join([os.environ.get("XLA_FLAGS", ""), *known_test_flags()]).strip()
 
 import jax  # noqa: E402
 import pytest

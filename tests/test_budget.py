@@ -248,6 +248,7 @@ def test_robust_plr_seeds_each_make_exactly_their_updates_and_resume_exactly(tmp
     assert without_timing(read_rows(split.run_dir)) == without_timing(read_rows(cfg.run_dir))
 
 
+@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
 def test_a_run_that_never_trains_stops_with_an_error_naming_the_options(tmp_path, capsys):
     """Episodes far longer than the rollout: no level is ever scored, the buffer never fills, robust
     PLR never replays. The run stops instead of looping forever."""
@@ -263,6 +264,7 @@ def test_a_run_that_never_trains_stops_with_an_error_naming_the_options(tmp_path
     assert "buffer holds 8 levels" in err and issubclass(BudgetStalled, RuntimeError)
 
 
+@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
 def test_runs_saved_before_the_budget_existed_resume_counting_cycles(tmp_path):
     cfg = tiny(tmp_path, **PLR, num_updates=4, log_every=2, checkpoint_every=2, budget="cycles")
     train(cfg)

@@ -95,6 +95,7 @@ def assert_trees_equal(a, b):
 # ------------------------------------------------------------------- parity with craftax
 
 
+@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
 def test_generator_is_craftax_generate_world():
     levels, their_starts, *_ = rollouts()
     assert_trees_equal(levels, their_starts)

@@ -48,6 +48,7 @@ def test_pendulum_accel_trains_logs_and_evaluates(pendulum_accel, tmp_path):
     assert not [k for r in rows for k in r if k.endswith("solved_rate")]
 
 
+@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
 def test_pendulum_resume_equals_the_uninterrupted_run(pendulum_accel, tmp_path):
     cfg = pendulum_accel.replace(out_dir=str(tmp_path), num_updates=4)
     train(cfg)
@@ -55,6 +56,7 @@ def test_pendulum_resume_equals_the_uninterrupted_run(pendulum_accel, tmp_path):
     assert without_timing(read_rows(cfg.run_dir)) == without_timing(read_rows(pendulum_accel.run_dir))
 
 
+@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
 def test_cartpole_robust_plr_scores_levels_by_their_outcome(tmp_path):
     cfg = tiny(tmp_path, **CLASSIC, env="cartpole", method="robust_plr", score_function="learnability")
     train(cfg)

@@ -25,6 +25,7 @@ def test_examples_are_short_and_use_the_library():
         assert "import minimax" in text
 
 
+@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
 def test_dr_seeds_trains_several_seeds_in_one_program():
     results = load("dr_seeds").main(["--seeds", "2", "--num-updates", "2", "--eval-episodes", "1"])
     assert len(results) == 2

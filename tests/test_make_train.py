@@ -70,6 +70,7 @@ def test_orthogonal_draws_what_jax_draws_alone_and_vmapped():
             np.testing.assert_array_equal(np.asarray(a[i]), np.asarray(b))
 
 
+@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
 def test_vmapped_init_equals_each_seed_alone(tmp_path):
     """The loop initialises seeds with `vmap` (it used `lax.map`): the same values as one seed alone."""
     runner = build_runner(tiny(tmp_path))
@@ -110,6 +111,7 @@ def test_make_train_logs_what_the_loop_logs(tmp_path, overrides):
             assert int(metrics[k][i, :end].sum()) == row[k], k
 
 
+@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
 def test_make_train_vmaps_for_every_core_and_key_kind(hang_cases):
     """DR preset, LSTM 32 and 256, GRU, S5; typed and legacy keys give the same run."""
     try:
