@@ -42,6 +42,7 @@ from minimax.host.scoring import evaluate_levels, return_summary, test_levels
 from minimax.host.learner import HostLearner, host_model
 from minimax.core.options import ConfigError
 from minimax.core.units import LABEL
+from minimax.training.devices import committed
 from minimax.training.progress import Progress
 from minimax.training.run_dirs import RunError, missing_dirs, prepare_run_dir, remove_unkept
 from minimax.training.run_lock import RunLock
@@ -83,7 +84,7 @@ class HostRun:
         key, init_key = jax.random.split(jax.random.key(cfg.seed))
         self.key = key
         self.obs = self.env.reset(np.array([self.sampler.sample_sequential() for _ in range(cfg.num_envs)]))
-        self.train_state = self.learner.init(init_key, self.obs[0])
+        self.train_state = committed(self.learner.init(init_key, self.obs[0]))  # as a restored one is
         self.open_returns = np.zeros(cfg.num_envs)
         self.recent = deque(maxlen=100)   # returns of the last 100 finished training episodes
         self.update_count = 0

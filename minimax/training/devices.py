@@ -176,6 +176,18 @@ def distribute_step(fn, runner: Runner, layout: DeviceLayout):
     return train_chunk
 
 
+def committed(state):
+    """`state` with every array committed to the device(s) it is on, as a restored checkpoint's are.
+
+    A fresh single-device state comes out of `init` uncommitted, a restored one committed (Orbax puts it
+    on a device). `jit` lowers the two differently (whether a program's parameters may take a propagated
+    sharding), so a resumed run compiled its programs again instead of loading the fresh run's from the
+    compilation cache: a second compile of every program on every resume (15 s of a 2-seed CENIE test's
+    100 s on CPU). Committed both ways, the programs are identical. The compiled loop and the host path
+    both commit a fresh state."""
+    return jax.tree.map(lambda x: x if x.committed else jax.device_put(x, x.sharding), state)
+
+
 def to_host(tree):
     """Numpy copies of (possibly multi-host) arrays on every process. Every process must call it."""
     if jax.process_count() > 1:

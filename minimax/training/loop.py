@@ -33,7 +33,7 @@ from minimax.training.run_lock import RunLock
 from minimax.training.run_logs import RunLogger, log_rows, read_rows, seed_rows
 from minimax.training.progress import Progress, buffer_filling
 from minimax.training.stop_signals import RunStopped, StopSignals, wait_ready
-from minimax.training.devices import (DeviceLayout, distribute_init, distribute_step, initialize_distributed,
+from minimax.training.devices import (DeviceLayout, committed, distribute_init, distribute_step, initialize_distributed,
                                       seed_params, split_seed_key, to_host)
 
 # Options a resumed run may change: they do not alter what an update computes.
@@ -85,17 +85,6 @@ def save_buffer_pictures(buffer, cfg: TrainConfig, layout: DeviceLayout, out_dir
         if image is not None:
             suffix = f"-seed{seed}" if layout.multi_seed else ""
             save_png(image, out_dir / f"update{update:07d}{suffix}.png")
-
-
-def committed(state):
-    """`state` with every array committed to the device(s) it is on, as a restored checkpoint's are.
-
-    A fresh single-device state comes out of `init` uncommitted, a restored one committed (Orbax puts it
-    on a device). `jit` lowers the two differently (whether the chunk's parameters may take a propagated
-    sharding), so a resumed run compiled its chunk again instead of loading the fresh run's program from
-    the compilation cache: a second compile of every program on every resume (15 s of a 2-seed CENIE
-    test's 100 s on CPU). Committed both ways, the programs are identical."""
-    return jax.tree.map(lambda x: x if x.committed else jax.device_put(x, x.sharding), state)
 
 
 def start_state(cfg: TrainConfig, checkpoints: Checkpointer, init, init_keys, abstract, layout: DeviceLayout,
