@@ -59,9 +59,17 @@ def ppo_config(cfg: TrainConfig) -> PPOConfig:
 
 
 def level_generator(cfg: TrainConfig):
+    """The run's levels: `--train-level-file`'s, else the environment's generator, jitted.
+
+    A chunk traces a runner's cycle up to three times (its metrics' shapes, the cycles of new levels
+    in a loop, the cycle that trains), and each trace calls the generator, under `vmap` over envs and
+    seeds. A jitted generator is one function whose trace and batched trace JAX caches, so the later
+    calls are free: Kinetix's sampler (thousands of small operations) took 50 s per trace under two
+    vmaps, 151 s of a robust PLR chunk's 228 s of tracing on CPU; jitted, 71 s in all. The program is
+    the same (XLA inlines the nested call)."""
     if cfg.env.train_level_file:
         return load_training_levels(cfg)
-    return env_spec(cfg).make_generator(cfg.env)
+    return jax.jit(env_spec(cfg).make_generator(cfg.env))
 
 
 def load_training_levels(cfg: TrainConfig) -> LevelSet:
@@ -115,7 +123,8 @@ class RunParts:
         return make_env(cfg), env_params(cfg), generator, make_model(cfg), ppo_config(cfg), cfg.num_envs, cfg.num_steps
 
     def mutator(self):
-        return self.spec.make_mutator(self.cfg.mutation.mutator, self.cfg.mutation.n_mutations)
+        """The run's mutator, jitted as the generator is (`level_generator`): traced once, not per cycle trace."""
+        return jax.jit(self.spec.make_mutator(self.cfg.mutation.mutator, self.cfg.mutation.n_mutations))
 
 
 def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD):
