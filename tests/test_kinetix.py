@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.extend.core import ClosedJaxpr
 
 pytest.importorskip("jax2d")
 pytest.importorskip("kinetix")
@@ -83,20 +84,37 @@ def test_an_episode_is_the_authors_step_for_step(both_sides):
     assert obs.shape == (N_STEPS, 140) and ENV.action_space(PARAMS).nvec == (3, 3, 3, 3, 2, 2)
 
 
-@pytest.mark.slow  # the authors' code compiled beside ours: over a minute here; CI's floor leg runs it
-def test_mutations_are_the_authors_key_for_key(both_sides):
+def all_consts(closed):
+    """The constants of a closed jaxpr and of every jaxpr nested in its equations, in order."""
+    found = list(closed.consts)
+    for eqn in closed.jaxpr.eqns:
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, (tuple, list)) else (param,):
+                if isinstance(sub, ClosedJaxpr):
+                    found += all_consts(sub)
+    return found
+
+
+@pytest.mark.slow  # the authors' code traced beside ours and ours compiled: a minute here; CI's floor leg runs it
+def test_mutations_are_the_authors_for_every_key_and_level(both_sides):
+    """Our mutator traces to the authors' program (`make_mutate_env` for the level's size class, their
+    default UED parameters, 5 edits), operation for operation and constant for constant: the same
+    output for every key and level, checked without compiling their copy too. Ours then runs once."""
     level = both_sides[0]
     _, env_params, static = PARAMS.objects()
     theirs = make_mutate_env(static, env_params, UEDParams())  # built outside the trace, as the authors do
-
-    @jax.jit
-    def both(key, level):
-        return make_kinetix_mutator(5)(key, level), theirs(key, level, 5)
-    ours, theirs = both(jax.random.key(3), level)
-    assert_same_tree(ours, canonical_level(theirs))
+    key = jax.random.key(3)
+    ours_program = jax.make_jaxpr(make_kinetix_mutator(5))(key, level)
+    their_program = jax.make_jaxpr(lambda k, lv: canonical_level(theirs(k, lv, 5)))(key, level)
+    assert str(ours_program.jaxpr) == str(their_program.jaxpr)
+    ours_consts, their_consts = all_consts(ours_program), all_consts(their_program)
+    assert len(ours_consts) == len(their_consts)
+    for a, b in zip(ours_consts, their_consts):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    ours = jax.jit(make_kinetix_mutator(5))(key, level)
     assert jax.tree.map(lambda a: (a.shape, a.dtype), ours) == jax.tree.map(lambda a: (a.shape, a.dtype), level)
     assert any(not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(ours), jax.tree.leaves(level)))
-    assert make_kinetix_mutator(0)(jax.random.key(3), level) is level
+    assert make_kinetix_mutator(0)(key, level) is level
     with pytest.raises(ValueError, match="n_edits"):
         make_kinetix_mutator(-1)
 
