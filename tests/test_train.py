@@ -66,7 +66,7 @@ def test_resume_after_a_kill_equals_the_uninterrupted_run(reference_run, tmp_pat
     import shutil
     shutil.rmtree(cfg.run_dir / "checkpoints" / "20")
     # The resumed run loads its chunk from the compilation cache that the uninterrupted run filled: a
-    # restored state is lowered as a fresh one is (`loop.committed`), not compiled again.
+    # restored state is lowered as a fresh one is (`devices.committed`), not compiled again.
     caplog.set_level(logging.DEBUG, logger="jax._src.compiler")
     main(["--resume", "--out-dir", str(tmp_path), "--run-name", "reference", "--no-progress"])
     assert any("cache hit for 'jit_train_chunk'" in r.getMessage() for r in caplog.records), \

@@ -65,7 +65,7 @@ def level_generator(cfg: TrainConfig):
     in a loop, the cycle that trains), and each trace calls the generator, under `vmap` over envs and
     seeds. A jitted generator is one function whose trace and batched trace JAX caches, so the later
     calls are free: Kinetix's sampler (thousands of small operations) took 50 s per trace under two
-    vmaps, 151 s of a robust PLR chunk's 228 s of tracing on CPU; jitted, 71 s in all. The program is
+    vmaps, 151 s of a robust PLR chunk's 228 s of tracing on CPU; jitted, 78 s in all. The program is
     the same (XLA inlines the nested call)."""
     if cfg.env.train_level_file:
         return load_training_levels(cfg)

@@ -156,10 +156,15 @@ def distribute_step(fn, runner: Runner, layout: DeviceLayout):
     devices. `ahead` (int32 per seed, `[S]` or a scalar) may be left out: zeros."""
     f = jax.vmap(fn) if layout.multi_seed else fn
     zeros = jnp.zeros((len(layout.seeds),) if layout.multi_seed else (), jnp.int32)
-    if layout.mesh is None:
-        def train_chunk(state, ahead=None):
-            return f(state, zeros if ahead is None else ahead)
-        return train_chunk
+    run = f if layout.mesh is None else _shard_step(f, runner, layout)
+
+    def train_chunk(state, ahead=None):  # the name XLA's dumps, profiles and cache logs show: jit_train_chunk
+        return run(state, zeros if ahead is None else ahead)
+    return train_chunk
+
+
+def _shard_step(f, runner: Runner, layout: DeviceLayout):
+    """`f(state, ahead)` of one device's part, over the layout's mesh (local fields split, the rest replicated)."""
     axis = _device_axis(layout)
 
     def inner(state, ahead):
@@ -168,12 +173,8 @@ def distribute_step(fn, runner: Runner, layout: DeviceLayout):
         return _map_local(state, runner, lambda x: jnp.expand_dims(x, axis)), metrics
 
     specs = _state_specs(runner, layout)
-    mapped = jax.shard_map(inner, mesh=layout.mesh, in_specs=(specs, layout.replicated_spec()),
-                           out_specs=(specs, layout.replicated_spec()), check_vma=False)
-
-    def train_chunk(state, ahead=None):  # the name XLA's dumps, profiles and cache logs show: jit_train_chunk
-        return mapped(state, zeros if ahead is None else ahead)
-    return train_chunk
+    return jax.shard_map(inner, mesh=layout.mesh, in_specs=(specs, layout.replicated_spec()),
+                         out_specs=(specs, layout.replicated_spec()), check_vma=False)
 
 
 def committed(state):
