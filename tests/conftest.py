@@ -61,9 +61,32 @@ def compilation_cache(tmp_path_factory):
     yield
 
 
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true",
+                     help="also run the tests marked slow (end-to-end checks of over ~20 s each)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Leave out the `slow` tests unless asked: `--slow`, a `-m` expression (`-m slow`), or a test
+    file named on the command line (`tests/test_scale.py`, or a node id in it), whose tests all run. The
+    default run is the README's test command, which the guide keeps under 10 minutes on 2 cores;
+    the slow checks (end-to-end runs, the multi-device and multi-process ones) take another ~30."""
+    if config.getoption("--slow") or config.option.markexpr:
+        return
+    files = (arg.split("::")[0] for arg in config.args)
+    named = {os.path.realpath(path) for path in files if path.endswith(".py")}
+    keep, slow = [], []
+    for item in items:
+        left_out = item.get_closest_marker("slow") and os.path.realpath(item.path) not in named
+        (slow if left_out else keep).append(item)
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = keep
+
+
 def pytest_collection_finish(session):
     """Start tests/test_scale.py's multi-device subprocess as soon as collection ends, so it compiles
-    while other tests run, but only when a selected test needs it (not under `-m "not slow"`) and
+    while other tests run, but only when a selected test needs it (a `slow` one: `--slow`) and
     a core would otherwise idle: in a single process. With two or more xdist workers every core is
     busy, and a third process only slows them all (measured on 2 cores: 723 s against 674 s for the
     suite), so the worker that runs tests/test_scale.py starts it on first use."""

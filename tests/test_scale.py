@@ -1,7 +1,7 @@
 """Scale: seeds in one program, shard_map over (forced CPU) devices, and a two-process run.
 
-Every test here is an end-to-end check of minutes (`slow`): `python -m pytest -m "not slow"`
-skips them locally; CI runs them.
+Every test here is an end-to-end check of minutes (`slow`): the default `python -m pytest` leaves
+them out; `--slow` runs them, and CI's floor leg does (as does naming this file).
 
 The comparisons here are between *different* compiled programs (vmapped seeds vs one seed
 alone, 1 vs 2 vs 4 devices, two processes vs one), whose reductions add in different orders,
