@@ -95,7 +95,7 @@ def assert_trees_equal(a, b):
 # ------------------------------------------------------------------- parity with craftax
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_generator_is_craftax_generate_world():
     levels, their_starts, *_ = rollouts()
     assert_trees_equal(levels, their_starts)

@@ -48,7 +48,7 @@ def test_pendulum_accel_trains_logs_and_evaluates(pendulum_accel, tmp_path):
     assert not [k for r in rows for k in r if k.endswith("solved_rate")]
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_pendulum_resume_equals_the_uninterrupted_run(pendulum_accel, tmp_path):
     cfg = pendulum_accel.replace(out_dir=str(tmp_path), num_updates=4)
     train(cfg)
@@ -56,7 +56,7 @@ def test_pendulum_resume_equals_the_uninterrupted_run(pendulum_accel, tmp_path):
     assert without_timing(read_rows(cfg.run_dir)) == without_timing(read_rows(pendulum_accel.run_dir))
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_cartpole_robust_plr_scores_levels_by_their_outcome(tmp_path):
     cfg = tiny(tmp_path, **CLASSIC, env="cartpole", method="robust_plr", score_function="learnability")
     train(cfg)
@@ -68,7 +68,7 @@ def test_cartpole_robust_plr_scores_levels_by_their_outcome(tmp_path):
               "--out-dir", str(tmp_path), "--no-progress"])
 
 
-@pytest.mark.slow  # over a minute of compiling and training; CI's newest leg leaves it to the floor leg
+@pytest.mark.slow  # over a minute of compiling and training; the default run leaves it out (--slow)
 def test_cartpole_robust_plr_with_mna_trains_and_resumes_exactly(tmp_path):
     """MNA on another JAX environment than AMaze: its scores fill the buffer, and the run resumes exactly."""
     cfg = tiny(tmp_path / "a", **{**CLASSIC, "eval_every": 0}, env="cartpole", method="robust_plr",
@@ -81,7 +81,7 @@ def test_cartpole_robust_plr_with_mna_trains_and_resumes_exactly(tmp_path):
     assert without_timing(read_rows(tmp_path / "b" / "mna")) == without_timing(rows)
 
 
-@pytest.mark.slow  # over a minute of compiling and training; CI's newest leg leaves it to the floor leg
+@pytest.mark.slow  # over a minute of compiling and training; the default run leaves it out (--slow)
 def test_craftax_accel_replays_and_mutates_worlds(tmp_path):
     pytest.importorskip("craftax")
     cfg = tiny(tmp_path, **{**CLASSIC, "num_envs": 4, "num_steps": 8, "max_episode_steps": 6, "eval_every": 0,

@@ -181,7 +181,7 @@ def run_dirs(tmp_path_factory):
     return tmp
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_evaluate_command_end_to_end(run_dirs, tmp_path, capsys):
     level_file = tmp_path / "mine.txt"
     level_file.write_text("name: Corridor\nagent_dir: 0\nA..G\n\nmax_steps: 9\nA#\n.G\n")

@@ -25,7 +25,7 @@ def test_examples_are_short_and_use_the_library():
         assert "import minimax" in text
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_dr_seeds_trains_several_seeds_in_one_program():
     results = load("dr_seeds").main(["--seeds", "2", "--num-updates", "2", "--eval-episodes", "1"])
     assert len(results) == 2
@@ -33,7 +33,7 @@ def test_dr_seeds_trains_several_seeds_in_one_program():
         assert 0.0 <= train_rate <= 1.0 and 0.0 <= test_rate <= 1.0
 
 
-@pytest.mark.slow  # over a minute of compiling and training; CI's newest leg leaves it to the floor leg
+@pytest.mark.slow  # over a minute of compiling and training; the default run leaves it out (--slow)
 def test_custom_curriculum_trains_a_users_score_and_replay_rule(tmp_path):
     results = load("custom_curriculum").main(["--num-updates", "2", "--out-dir", str(tmp_path)])
     assert len(results) == 3 and all(r["gradient_updates"] == 2 for r in results.values())

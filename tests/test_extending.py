@@ -76,7 +76,7 @@ def test_unknown_method_and_score_name_the_registered_ones():
         TrainConfig.from_options(method="plr", score_function="nope")
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_new_method_and_score_train_through_the_command_line_and_the_loop(user_module, tmp_path):
     cfg = parse_config(["--method", "always_replay_plr", "--score-function", "negative_value",
                         "--out-dir", str(tmp_path), *TINY])

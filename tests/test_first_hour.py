@@ -87,7 +87,7 @@ def test_without_a_terminal_every_log_row_is_a_plain_line(capsys):
     assert "left 0:00:0" in lines[1]
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_an_extended_run_records_its_new_target(tmp_path, capsys):
     cfg = tiny(tmp_path, num_updates=2, log_every=1, eval_every=0, checkpoint_every=1, run_name="r")
     train(cfg)

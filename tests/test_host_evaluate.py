@@ -34,7 +34,7 @@ def runs(tmp_path_factory):
             for s in (0, 1)]
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_seeds_pool_into_one_interval_on_shared_unseen_levels(runs, tmp_path, capsys):
     out = tmp_path / "ev"
     evaluate_main([str(r) for r in runs] + ["--episodes", "6", "--out", str(out), "--gif"])

@@ -37,7 +37,7 @@ def _final(run_dir):
     return rows, host
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_resumed_run_continues_exactly(tmp_path):
     straight = train(HostTrainConfig(**TINY, out_dir=str(tmp_path), run_name="straight"))
     cut = HostTrainConfig(**{**TINY, "num_updates": 2}, out_dir=str(tmp_path), run_name="cut")
@@ -116,7 +116,7 @@ def test_a_damaged_run_config_is_one_error_naming_the_file(tmp_path, text, messa
     assert str(path) in str(e.value)
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_robust_plr_trains_only_after_replays_and_resumes_exactly(tmp_path, capsys):
     """Robust PLR: rollouts of new levels score them without an update, replays train; each env plays one
     level for a whole rollout; a cut run resumes to the same state as a straight one."""
@@ -155,7 +155,7 @@ def test_robust_plr_trains_only_after_replays_and_resumes_exactly(tmp_path, caps
         run.close()
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_time_limit_stops_at_a_checkpoint_and_resume_finishes(tmp_path, capsys):
     """`--time-limit` (a GPU job chained over short calls): exit status 3 after a checkpointed update, and the
     same command with --resume runs to the end."""
@@ -285,7 +285,7 @@ def _old_layout(cfg: dict) -> dict:
     return cfg
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_run_saved_with_the_old_names_and_directory_name_resumes(tmp_path, capsys):
     """A run named `<env>+<method>-seed<s>` with an old config.json resumes from the same command line, in
     the old names' meaning (its length stays in env steps)."""
@@ -306,7 +306,7 @@ def test_a_run_saved_with_the_old_names_and_directory_name_resumes(tmp_path, cap
         **options, "num_updates": 2, "budget": "env_steps", "resume": True}
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_sigterm_stops_a_host_run_at_a_checkpoint_its_directory_locked_and_resume_finishes_it(tmp_path, capsys):
     """The host loop shares the compiled path's run directory, lock and stop signals: SIGTERM finishes the update in
     flight, checkpoints it and exits 143 naming the resume command; while it runs, a second process is refused the

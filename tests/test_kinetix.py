@@ -254,7 +254,7 @@ def test_presets_are_the_kinetix_authors_configuration():
     assert {k: sfl[k] for k in want_sfl} == want_sfl
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_pictures_of_levels_and_episodes():
     from minimax.envs.kinetix.render import render_episode, render_levels, trace_state
 

@@ -185,7 +185,7 @@ def ncc_run(tmp_path_factory):
     return cfg
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_ncc_reg_trains_logs_its_distribution_and_resumes_exactly(ncc_run, tmp_path):
     rows = read_rows(ncc_run.run_dir)
     assert [r["update"] for r in rows] == [3, 3, 3, 6, 6, 6]

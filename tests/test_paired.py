@@ -149,7 +149,7 @@ def test_each_student_trains_on_its_own_rollout_and_the_teacher_on_its_design(po
     assert 0 <= metrics["teacher/solvable_sum"] <= cfg.num_envs
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_paired_run_resumes_and_evaluate_scores_its_protagonist(tmp_path):
     cfg = tiny("paired", out_dir=str(tmp_path), run_name="paired", num_updates=4, log_every=2,
                checkpoint_every=2, eval_every=0, num_steps=12)
@@ -170,7 +170,7 @@ def test_a_paired_run_resumes_and_evaluate_scores_its_protagonist(tmp_path):
         np.testing.assert_array_equal(got, want[0])
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_vmapped_paired_program_equals_each_seed_alone():
     """Seeds of a learned-teacher method batched in one program (`--num-seeds`, `reproduce`): each gets
     exactly its own designs, students and teacher (rounding aside: batched and single matmuls)."""

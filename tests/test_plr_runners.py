@@ -132,7 +132,7 @@ def test_buffers_hold_valid_distinct_scored_levels(two_seeds):
     assert not np.array_equal(np.asarray(states.buffer.scores[0]), np.asarray(states.buffer.scores[1]))
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_vmapped_run_equals_each_seed_alone():
     """Under vmap the replay and mutation `lax.cond`s compute both sides; each seed must still get
     exactly its own result."""
@@ -161,7 +161,7 @@ class StepLoopOnly:
         return getattr(self._runner, name)
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_the_update_unit_plays_the_step_loops_cycles_for_every_seed():
     """ACCEL on two vmapped seeds from an empty buffer: the unit that plays the cycles of new levels without
     the PPO update and the mutation rollout (`budget._update_unit`) draws the same replay decisions and
@@ -183,7 +183,7 @@ def test_the_update_unit_plays_the_step_loops_cycles_for_every_seed():
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_robust_plr_trains_only_on_replay_cycles():
     runner = build_runner(small("robust_plr", replay_prob=1.0))   # ready after one cycle of N = 4 new levels
     state = runner.init(jax.random.key(2))
@@ -301,7 +301,7 @@ def test_a_cycle_never_trains_on_an_empty_buffer(method):
     assert int(np.asarray(after.buffer.mutations)[np.asarray(after.buffer.filled)].sum()) == 0
 
 
-@pytest.mark.slow  # over a minute of compiling and training; CI's newest leg leaves it to the floor leg
+@pytest.mark.slow  # over a minute of compiling and training; the default run leaves it out (--slow)
 def test_train_logs_buffer_and_level_statistics_and_checkpoints_the_buffer(tmp_path):
     cfg = small("accel", out_dir=str(tmp_path), run_name="accel", buffer_png=6)
     row = train(cfg)

@@ -46,7 +46,7 @@ def rows(run: Path) -> list[dict]:
     return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_plugin_methods_own_option_trains_resumes_and_evaluates(tmp_path, capsys):
     base = ["--plugin", EAGER, "--method", "eager_plr", "--out-dir", str(tmp_path), "--run-name", "eager"]
     assert "--eager-replay-prob" in help_text(capsys, base)

@@ -80,7 +80,7 @@ def test_plr_scores_levels_by_their_true_regret(method):
     assert "new/regret_sum" in step_metrics and "replay/regret_sum" in step_metrics
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_dr_reports_each_finished_episodes_own_level_optimum():
     """DR changes level at every episode end: the optimum a finished episode reports is its own
     level's (computed once per generated level), and `new/regret` is that minus its return."""
@@ -166,7 +166,7 @@ def test_mna_matches_the_authors_clipped_gae_and_score():
         TrainConfig.from_options(method="robust_plr", score_function="mna", gae_lambda=1.0)
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_robust_plr_step_scores_by_mna():
     runner = build_runner(TrainConfig.from_options(method="robust_plr", **{**SMALL, "score_function": "mna"}))
     state = jax.jit(runner.init)(jax.random.key(0))

@@ -62,7 +62,7 @@ def test_what_has_no_equivalent_is_refused_naming_it(tmp_path):
             parse_config(["--config", str(write(tmp_path, "plr", **changes))])
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_release_config_trains_at_a_tiny_size(tmp_path):
     tiny = ["--maze-height", "5", "--maze-width", "5", "--n-walls", "3", "--max-episode-steps", "32",
             "--recurrent-size", "16", "--num-envs", "8", "--num-steps", "32", "--buffer-size", "16",

@@ -182,7 +182,7 @@ def test_the_masks_match_the_authors_wrapper_run_beside_the_env(case, monkeypatc
     np.testing.assert_array_equal(masks, theirs)
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_the_masked_update_averages_the_masked_steps_only():
     rng = np.random.default_rng(0)
     adv = jnp.asarray(rng.normal(size=(5, 3)), jnp.float32)

@@ -36,7 +36,7 @@ def read(out_dir):
     return json.loads((out_dir / "results.json").read_text()), (out_dir / "table.md").read_text()
 
 
-@pytest.mark.slow  # over a minute of compiling and training; CI's newest leg leaves it to the floor leg
+@pytest.mark.slow  # over a minute of compiling and training; the default run leaves it out (--slow)
 def test_reproduce_end_to_end_rerun_time_limit_and_extension(tmp_path, capsys, monkeypatch):
     main(command(tmp_path, 10))
     doc, table = read(tmp_path)

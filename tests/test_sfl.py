@@ -130,7 +130,7 @@ def sfl_run(tmp_path_factory):
     return cfg
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_sfl_trains_logs_its_set_and_resumes_exactly(sfl_run, tmp_path):
     rows = read_rows(sfl_run.run_dir)
     assert [r["update"] for r in rows] == [5, 5, 5, 10, 10, 10]

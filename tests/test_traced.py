@@ -82,7 +82,7 @@ SMALL = dict(method="traced", maze_height=5, maze_width=5, n_walls=3, max_episod
              n_mutations=2, score_function="pvl", traced_hidden=16)
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_the_runner_scores_pvl_plus_the_transition_error_and_keeps_its_ledger():
     runner = build_runner(TrainConfig.from_options(**SMALL, traced_transition_coef=2.0))
     state = runner.init(jax.random.key(0))

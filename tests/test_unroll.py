@@ -75,7 +75,7 @@ def test_evaluation_does_not_depend_on_the_unroll():
     close(out[0], out[1], 0, 0)
 
 
-@pytest.mark.slow  # over 20 s here (CI's newest leg skips it)
+@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_learned_teachers_update_does_not_depend_on_the_unroll():
     """PAIRED: the teacher's 6-step design rollout, its LSTM and GAE, the students' 16-step rollouts (unroll 4)."""
     results = []
