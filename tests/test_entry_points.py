@@ -17,8 +17,8 @@ SCRIPTS = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scrip
 
 
 def test_every_command_has_a_console_script():
-    assert {"minimax-train", "minimax-evaluate", "minimax-reproduce", "minimax-sweep", "minimax-plot",
-            "minimax-demo"} <= set(SCRIPTS)
+    assert {"minimax-train", "minimax-evaluate", "minimax-combine-evaluations", "minimax-reproduce", "minimax-sweep",
+            "minimax-plot", "minimax-demo"} <= set(SCRIPTS)
 
 
 def _entry(target: str):
