@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 57's side-by-side table at the issue's budget, equal PPO updates (`--budget updates`): the eight runs of
 # ../curricula57_cpu/commands.sh (and of ../pace_cpu, ../cenie_cpu for DR, robust PLR, PACE and CENIE) with
-# only the budget changed, and ACCEL-CENIE, one after the other, then one evaluate.py call over the nine (RESULTS
-# says which calls scored the rows there: the runs took more than one session). Methods that train on
+# only the budget changed, and ACCEL-CENIE and ACCEL, one after the other, then one evaluate.py call over the
+# ten (RESULTS says which calls scored the rows there, combined: the runs took two sessions). Methods that train on
 # every cycle (DR, SFL, NCC) play the same cycles under either budget; the PLR family plays its new-level cycles
 # on top of its 100 updates (about twice the env steps of the env-step table).
 set -euo pipefail
@@ -23,10 +23,11 @@ run cenie --preset cenie --buffer-size 256
 run traced --preset traced --buffer-size 256
 run remidi --preset remidi --buffer-size 64 --remidi-stage-cycles 50
 run accel_cenie --preset accel_cenie --buffer-size 256
+run accel --preset accel --buffer-size 256  # ACCEL-CENIE's base (MaxMC, no novelty), and TRACED's but for its score
 run dr --preset dr
 run sfl --preset dr --method sfl --sfl-batches 1 --sfl-batch-levels 1000 --sfl-rollout-steps 1000 --sfl-set-size 50 \
     --sfl-refresh-every 25
 run ncc --preset dr --method ncc --ncc-buffer-size 128
-python evaluate.py $out/dr $out/plr_maxmc $out/pace $out/cenie $out/traced $out/remidi $out/accel_cenie $out/sfl \
-    $out/ncc --cvar 200 --alpha 0.01 0.1 1.0 --cvar-set n_walls=60 --out $out/eval9
+python evaluate.py $out/dr $out/plr_maxmc $out/pace $out/cenie $out/traced $out/remidi $out/accel_cenie $out/accel \
+    $out/sfl $out/ncc --cvar 200 --alpha 0.01 0.1 1.0 --cvar-set n_walls=60 --out $out/eval10
 echo "eval done $((SECONDS-start)) s"
