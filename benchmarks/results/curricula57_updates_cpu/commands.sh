@@ -31,3 +31,11 @@ run ncc --preset dr --method ncc --ncc-buffer-size 128
 python evaluate.py $out/dr $out/plr_maxmc $out/pace $out/cenie $out/traced $out/remidi $out/accel_cenie $out/accel \
     $out/sfl $out/ncc --cvar 200 --alpha 0.01 0.1 1.0 --cvar-set n_walls=60 --out $out/eval10
 echo "eval done $((SECONDS-start)) s"
+
+# What RESULTS' table is: the runs took two sessions (/tmp does not survive one), so it combines four calls, each
+# with DR (whose scores must agree, and did to the digit): five_runs/ (DR, robust PLR, PACE, CENIE, TRACED; the
+# session of 2026-11-27), then on 2026-11-28 dr_remidi_accel_cenie/, dr_accel/ and dr_sfl_ncc/ (the same evaluate.py
+# flags over those runs), and
+#   python -m minimax.cli.combine_evaluations benchmarks/results/curricula57_updates_cpu/{five_runs,dr_remidi_accel_cenie,dr_accel,dr_sfl_ncc} \
+#       --out benchmarks/results/curricula57_updates_cpu
+# which writes the aggregates and every probability of improvement one call over the ten gives.
