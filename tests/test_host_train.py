@@ -92,6 +92,10 @@ def test_host_update_is_the_ppo_update():
                                                           "--score-function (old score names: value_l1 is l1_value_loss"),
     (["--env", "procgen-coinrun", "--score-function", "positive_value_loss"], "give --score-function pvl"),
     (["--env", "procgen-coinrun", "--method", "accel"], "--method accel runs on the compiled path only"),
+    *[(["--env", "procgen-coinrun", "--method", m], f"--method {m} runs on the compiled path only")
+      for m in ("cenie", "accel_cenie", "traced", "remidi")],  # issue 57's: their levels are a UED env's
+    (["--env", "procgen-coinrun", "--method", "robust_plr", "--score-function", "pace"],
+     "--score-function pace needs what a host run's level sampler does not keep"),
     (["--env", "procgen-coinrun", "--method", "nope"], "--method 'nope' is no registered method; on a host "
                                                        "environment (--env procgen-coinrun): dr"),
 ])

@@ -13,6 +13,8 @@ No JAX here.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
 import json
@@ -120,8 +122,31 @@ class Checks:
                 self.add(f"{self.flag(n)} must be one of {', '.join(map(str, allowed))}, got {v!r}")
 
 
+_DEFERRED = contextvars.ContextVar("minimax_checks_deferred", default=False)
+
+
+@contextlib.contextmanager
+def checks_deferred():
+    """Inside, `check` passes everything. For a command-line parser (tyro) building nested option groups: it
+    would print an error raised inside a constructor in a box of its own instead of our one line. The
+    parser's caller builds each group again after (`checked`), which raises as a library call does."""
+    token = _DEFERRED.set(True)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
+
+
+def checked(group):
+    """`group` built again with its checks on (after `checks_deferred`): the same values, or a `ConfigError`."""
+    return dataclasses.replace(group)
+
+
 def check(obj, rules) -> None:
-    """Run `rules(checks)` (after the `Literal` checks) and raise every problem as one `ConfigError`."""
+    """Run `rules(checks)` (after the `Literal` checks) and raise every problem as one `ConfigError`
+    (nothing inside `checks_deferred`)."""
+    if _DEFERRED.get():
+        return
     c = Checks(obj)
     c.literals()
     rules(c)

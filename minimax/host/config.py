@@ -42,7 +42,7 @@ from minimax.agents.ppo import PPOConfig
 from minimax.config.run import RunOptions, run_problems
 from minimax.core.methods import get_method, host_method_names
 from minimax.core.files import write_atomically
-from minimax.core.options import ConfigError, check, read_config_json
+from minimax.core.options import ConfigError, check, checked, checks_deferred, read_config_json
 from minimax.core.versions import with_versions, without_versions
 from minimax.host.legacy_options import refuse_old_flags, translate_saved
 from minimax.host.level_sampler import SamplerConfig
@@ -293,8 +293,10 @@ def parse_host_config(argv: list[str]) -> HostTrainConfig:
     saved = None
     if known.resume and "-h" not in argv and "--help" not in argv:
         saved = _saved_run(known, HostTrainConfig())
-    cfg = tyro.cli(tyro.conf.OmitArgPrefixes[HostTrainConfig], default=saved or HostTrainConfig(), args=argv,
-                   prog="train.py", description=HostTrainConfig.__doc__)
+    with checks_deferred():  # a bad --lr or --score-function is then one line (`checked`), not tyro's box
+        cfg = tyro.cli(tyro.conf.OmitArgPrefixes[HostTrainConfig], default=saved or HostTrainConfig(), args=argv,
+                       prog="train.py", description=HostTrainConfig.__doc__)
+    cfg = dataclasses.replace(cfg, ppo=checked(cfg.ppo), sampler=checked(cfg.sampler))
     cfg.validate()
     if saved is not None:
         given, kept = cfg.to_dict(), dataclasses.replace(saved, resume=False).to_dict()

@@ -17,7 +17,7 @@ import tyro
 from minimax.training.checkpoint import CheckpointError
 from minimax.config import ConfigError, TrainConfig
 from minimax.config.run import CompiledRunOptions
-from minimax.core.options import flag
+from minimax.core.options import checked, checks_deferred, flag
 from minimax.config.table import CORE_GROUPS, GROUPS, OPTION_TYPES, OPTIONS, declared_groups, owners
 from minimax.core.methods import method_names
 from minimax.envs.registry import env_names
@@ -105,15 +105,21 @@ def _parse(argv: list[str], default: TrainConfig, declared) -> TrainConfig:
         bases=(CompiledRunOptions,), frozen=True, namespace={"__doc__": TrainConfig.__doc__})
     run = [f.name for f in dataclasses.fields(CompiledRunOptions)]
     start = shape(**{n: getattr(default, n) for n in run + groups})
-    parsed = tyro.cli(tyro.conf.OmitArgPrefixes[shape], default=start, args=argv, prog="train.py",
-                      description=TrainConfig.__doc__ + " Methods: " + ", ".join(method_names()) + " (--method). "
-                      "Environments: " + ", ".join(env_names()) + "; on the host: procgen-<game>, gym-<id> (--env). "
-                      "Presets: " + ", ".join(PRESETS) + " (--preset); --config PATH starts from a saved config.json "
-                      "instead. The options listed are those of --method and --env (`--method accel --help`).")
-    core = {g: getattr(parsed, g) for g in CORE_GROUPS}
-    own = {g: getattr(parsed, g) for g in groups if g not in core}
+    with checks_deferred():  # a group's bad value is then one line (`checked` below), not tyro's box
+        parsed = _tyro_cli(shape, start, argv)
+    core = {g: checked(getattr(parsed, g)) for g in CORE_GROUPS}
+    own = {g: checked(getattr(parsed, g)) for g in groups if g not in core}
     return dataclasses.replace(default, **{n: getattr(parsed, n) for n in run}, **core,
                                groups=default.groups.replace(**own))
+
+
+def _tyro_cli(shape, start, argv: list[str]):
+    description = (TrainConfig.__doc__ + " Methods: " + ", ".join(method_names()) + " (--method). Environments: "
+                   + ", ".join(env_names()) + "; on the host: procgen-<game>, gym-<id> (--env). Presets: "
+                   + ", ".join(PRESETS) + " (--preset); --config PATH starts from a saved config.json instead. The "
+                   "options listed are those of --method and --env (`--method accel --help`).")
+    return tyro.cli(tyro.conf.OmitArgPrefixes[shape], default=start, args=argv, prog="train.py",
+                    description=description)
 
 
 def refuse_undeclared(argv: list[str], method: str, env: str) -> None:
