@@ -73,6 +73,12 @@ def test_calls_with_other_settings_or_other_scores_for_one_group_are_refused(tmp
         combine_evaluations([first, retrained], tmp_path / "out")
     with pytest.raises(CombineError, match="no results.json"):
         combine_evaluations([first, tmp_path / "missing"], tmp_path / "out")
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "results.json").write_text(json.dumps({"settings": SETTINGS, "runs": [{"run": "ppo", "seed": 0}],
+                                                   "groups": [{"label": "ppo", "runs": ["ppo"], "summary": {}}]}))
+    with pytest.raises(CombineError, match="host-environment runs"):
+        combine_evaluations([first, host], tmp_path / "out")
     with pytest.raises(CombineError, match="at least two"):
         combine_evaluations([first], tmp_path / "out")
     assert not (tmp_path / "out").exists()

@@ -34,6 +34,9 @@ def load_evaluation(path) -> dict:
     doc = json.loads(path.read_text())
     if not {"settings", "runs", "groups"} <= set(doc):
         raise CombineError(f"{path}: not an evaluate.py results.json (no settings, runs or groups)")
+    if not all("members" in g for g in doc["groups"]) or not all("mazes" in r for r in doc["runs"]):
+        raise CombineError(f"{path}: an evaluation of host-environment runs (procgen, gym): only evaluations "
+                           f"on held-out levels combine")
     return doc | {"path": str(path)}
 
 
@@ -66,8 +69,8 @@ def combine_evaluations(paths, out_dir) -> dict:
             if label in seen:
                 earlier, where = seen[label]
                 if members != earlier:
-                    raise CombineError(f"group {label!r} differs between {where} and {doc['path']} (other runs, "
-                                       f"checkpoints or scores): give it a run directory of its own")
+                    raise CombineError(f"group {label!r} differs between {where} and {doc['path']}: a group in "
+                                       f"two calls must be the same runs and checkpoints with the same scores")
                 continue
             seen[label] = (members, doc["path"])
             groups.append(group | {"members": list(range(len(results), len(results) + len(members)))})
