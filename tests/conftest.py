@@ -70,7 +70,8 @@ def pytest_collection_modifyitems(config, items):
     """Leave out the `slow` tests unless asked: `--slow`, a `-m` expression (`-m slow`), or a test
     file named on the command line (`tests/test_scale.py`, or a node id in it), whose tests all run. The
     default run is the README's test command, which the guide keeps under 10 minutes on 2 cores;
-    the slow checks (end-to-end runs, the multi-device and multi-process ones) take another ~30."""
+    the slow checks (end-to-end runs, the multi-device and multi-process ones) take another ~15
+    (857 s on their own, 2026-11-28)."""
     if config.getoption("--slow") or config.option.markexpr:
         return
     files = (arg.split("::")[0] for arg in config.args)
