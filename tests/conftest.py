@@ -56,6 +56,7 @@ def compilation_cache(tmp_path_factory):
     cache = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "jax-cache"
     cache.mkdir(exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(cache))
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = str(cache)  # train.py in a subprocess: this cache, not ~/.cache
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     yield

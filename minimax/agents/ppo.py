@@ -30,16 +30,17 @@ from flax import struct
 from flax.training.train_state import TrainState
 
 from minimax.agents.ti_ada import ti_ada
-from minimax.core.options import check
+from minimax.core.options import Traced, check
 from minimax.core.parallel import NO_SHARD, Shard
 
 
 @struct.dataclass
 class PPOConfig:
-    """PPO hyperparameters (static: hashable Python values). Each field is also the training
-    command's option of that name (`--lr`); its docstring is the `--help` text."""
+    """PPO hyperparameters. Each field is also the training command's option of that name (`--lr`); its
+    docstring is the `--help` text. Python values (hashable) in a config; the `Traced` ones are a program's
+    inputs inside it (`config/hyperparams.py`), so no Python `if` here reads them."""
 
-    lr: float = struct.field(pytree_node=False, default=1e-4)
+    lr: Traced[float] = struct.field(pytree_node=False, default=1e-4)
     """Learning rate of the optimiser (--optimizer)."""
     optimizer: Literal["adam", "ti_ada"] = struct.field(pytree_node=False, default="adam")
     """adam, or ti_ada (TiAda's Adam variant, NCC's authors' student optimiser: agents/ti_ada.py; uses --adam-eps
@@ -50,27 +51,27 @@ class PPOConfig:
     """Gradient steps of the whole run, the length of the annealing (set by the builder from --num-updates)."""
     unroll: tyro.conf.Suppress[int] = struct.field(pytree_node=False, default=1)
     """Time steps per iteration of the rollout's and GAE's scans (set by the builder from --scan-unroll)."""
-    adam_eps: float = struct.field(pytree_node=False, default=1e-5)
+    adam_eps: Traced[float] = struct.field(pytree_node=False, default=1e-5)
     """Adam epsilon."""
-    max_grad_norm: float = struct.field(pytree_node=False, default=0.5)
+    max_grad_norm: Traced[float] = struct.field(pytree_node=False, default=0.5)
     """Clip gradients to this global norm."""
-    gamma: float = struct.field(pytree_node=False, default=0.995)
+    gamma: Traced[float] = struct.field(pytree_node=False, default=0.995)
     """Discount factor."""
-    gae_lambda: float = struct.field(pytree_node=False, default=0.98)
+    gae_lambda: Traced[float] = struct.field(pytree_node=False, default=0.98)
     """GAE lambda."""
     n_epochs: int = struct.field(pytree_node=False, default=5)
     """PPO epochs per update."""
     n_minibatches: int = struct.field(pytree_node=False, default=1)
     """Minibatches per epoch, split along the env axis (must divide --num-envs)."""
-    clip_eps: float = struct.field(pytree_node=False, default=0.2)
+    clip_eps: Traced[float] = struct.field(pytree_node=False, default=0.2)
     """PPO ratio clip (also the value clip when --clip-value)."""
     clip_value: bool = struct.field(pytree_node=False, default=True)
     """Clip the value loss around the rollout's values."""
-    entropy_coef: float = struct.field(pytree_node=False, default=1e-3)
+    entropy_coef: Traced[float] = struct.field(pytree_node=False, default=1e-3)
     """Entropy bonus coefficient."""
-    value_coef: float = struct.field(pytree_node=False, default=0.5)
+    value_coef: Traced[float] = struct.field(pytree_node=False, default=0.5)
     """Value loss coefficient."""
-    reward_scale: float = struct.field(pytree_node=False, default=1.0)
+    reward_scale: Traced[float] = struct.field(pytree_node=False, default=1.0)
     """Multiply rewards by this wherever they are learned from (GAE, the value head, the PLR scores); logged and
     evaluated returns stay the environment's. For large-magnitude rewards (Pendulum: about -1,000 per episode)."""
 
@@ -106,6 +107,18 @@ def make_optimizer(cfg: PPOConfig) -> optax.GradientTransformation:
     else:
         raise ValueError(f"--optimizer must be adam or ti_ada, got {cfg.optimizer!r}")
     return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), step)
+
+
+def apply_gradients(train_state: TrainState, grads, cfg: PPOConfig) -> TrainState:
+    """`train_state.apply_gradients(grads)` with the optimiser of `cfg`, not the one stored in the state.
+
+    The state's `tx` is a static field, made at `init` from the config's values; inside a program whose
+    learning rate, clipping norm or Adam epsilon are traced (`config/hyperparams.py`) the optimiser must
+    be made from the traced config. Both have the same state structure (`opt_state`), which is all the
+    stored one contributes; with the same values the update is the same."""
+    updates, opt_state = make_optimizer(cfg).update(grads, train_state.opt_state, train_state.params)
+    return train_state.replace(step=train_state.step + 1, params=optax.apply_updates(train_state.params, updates),
+                               opt_state=opt_state)
 
 
 def create_train_state(apply_fn, params, cfg: PPOConfig) -> TrainState:
@@ -233,7 +246,7 @@ def ppo_update(key, train_state: TrainState, batch: PPOBatch, cfg: PPOConfig, sh
             grads, stats = shard.mean((grads, stats))
             stats["grad_norm"] = optax.tree.norm(grads)
             stats["learning_rate"] = learning_rate_schedule(cfg)(train_state.step)
-            return train_state.apply_gradients(grads=grads), stats
+            return apply_gradients(train_state, grads, cfg), stats
 
     perms = jax.vmap(lambda k: jax.random.permutation(k, n_envs))(jax.random.split(key, cfg.n_epochs))
     slices = perms.reshape(cfg.n_epochs * cfg.n_minibatches, mb_size)

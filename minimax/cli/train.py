@@ -109,6 +109,8 @@ def main(argv: list[str] | None = None) -> None:
         print(version_text())
         return None
     argv = load_plugins(argv)
+    compile_cache = "--no-compile-cache" not in argv  # a setting of this process, not of the run
+    argv = [a for a in argv if a != "--no-compile-cache"]
     try:
         routing = route(argv)
     except ConfigError as e:
@@ -126,7 +128,9 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     from minimax.training.cli import main as jax_main  # noqa: PLC0415
+    from minimax.training.programs import enable_compile_cache  # noqa: PLC0415
 
+    enable_compile_cache(compile_cache)
     return jax_main(argv)
 
 

@@ -21,13 +21,29 @@ import json
 import math
 import typing
 from pathlib import Path
-from typing import Iterable, Literal
+from typing import Annotated, Iterable, Literal, TypeVar
 
 import tyro
 
 
 class ConfigError(ValueError):
     """A configuration value is invalid; the message names the option (as its CLI flag)."""
+
+
+class _TracedOption:
+    """The mark of a traced option (`Traced[float]`): see `Traced`."""
+
+    def __repr__(self):
+        return "Traced"
+
+
+TRACED = _TracedOption()
+_T = TypeVar("_T")
+Traced = Annotated[_T, TRACED]
+"""`lr: Traced[float] = 1e-4`: an option a compiled program reads as data, not as a constant (issue
+"Hyperparameters as data", `docs/DESIGN.md`). One program serves every value of it: a resume, another value
+or a sweep's points run the program compiled once (`config/hyperparams.py`). An option that shapes or chooses
+the program (sizes, counts, names, booleans that pick code) stays static: unmarked."""
 
 
 @functools.cache
@@ -52,6 +68,13 @@ def flag(cls_or_name, field: str | None = None) -> str:
     """`--option-name` of a field (`flag(BufferConfig, "capacity") == "--buffer-size"`) or of a name."""
     name = cls_or_name if field is None else flag_names(cls_or_name)[field]
     return "--" + name.replace("_", "-")
+
+
+@functools.cache
+def traced_fields(cls) -> tuple[str, ...]:
+    """The fields of `cls` marked `Traced[...]`."""
+    return tuple(f.name for f in dataclasses.fields(cls)
+                 if any(m is TRACED for m in getattr(_hints(cls)[f.name], "__metadata__", ())))
 
 
 def _strip(tp):

@@ -50,7 +50,7 @@ from flax import struct
 from minimax.curricula.fingerprints import level_hash, levels_equal
 from minimax.curricula.weights import normalize as _normalize
 from minimax.curricula.weights import transform_weights
-from minimax.core.options import check
+from minimax.core.options import Traced, check
 
 ScoreTransform = Literal["rank", "power", "softmax", "eps_greedy", "top_k"]  # weights.SCORE_TRANSFORMS
 Replacement = Literal["release", "jaxued", "lowest_score"]
@@ -72,17 +72,17 @@ class BufferConfig:
     """Level buffer capacity (PLR family)."""
     score_transform: ScoreTransform = "rank"
     """Score-to-weight transform of the replay distribution (PLR family)."""
-    temperature: float = 0.3
+    temperature: Traced[float] = 0.3
     """Temperature beta of the score transform."""
-    staleness_coef: float = 0.3
+    staleness_coef: Traced[float] = 0.3
     """Weight rho of the staleness distribution in the replay distribution."""
     staleness_transform: StalenessTransform = "power"
     """Staleness-to-weight transform (power with temperature 1 is PLR eq. 3)."""
-    staleness_temperature: float = 1.0
+    staleness_temperature: Traced[float] = 1.0
     """Temperature of the staleness transform."""
-    score_alpha: float = 1.0
+    score_alpha: Traced[float] = 1.0
     """Score update on replay: new = (1 - alpha) * old + alpha * observed (1 replaces)."""
-    eps: Annotated[float, tyro.conf.arg(name="greedy_eps")] = 0.05
+    eps: Traced[Annotated[float, tyro.conf.arg(name="greedy_eps")]] = 0.05
     """Exploration mass of --score-transform eps_greedy."""
     top_k: int = 32
     """Levels sampled uniformly by --score-transform top_k."""
@@ -162,7 +162,7 @@ def staleness_weights(buffer: LevelBuffer, cfg: BufferConfig) -> jax.Array:
 
 def _mix(p_score: jax.Array, buffer: LevelBuffer, cfg: BufferConfig) -> jax.Array:
     """(1 - rho) P_S + rho P_C, with P_C = P_S while no filled level is stale (the release)."""
-    if cfg.staleness_coef == 0:
+    if isinstance(cfg.staleness_coef, (int, float)) and cfg.staleness_coef == 0:  # a traced rho mixes
         return p_score
     any_stale = (staleness(buffer) > 0).any()
     p_stale = jnp.where(any_stale, staleness_weights(buffer, cfg), p_score)
@@ -225,8 +225,11 @@ def replay_decision(key, buffer: LevelBuffer, replay_prob, min_fill_ratio: float
 # --------------------------------------------------------------------------- updates
 
 
-def _blend(old, observed, alpha: float):
-    return observed if alpha == 1.0 else (1 - alpha) * old + alpha * observed
+def _blend(old, observed, alpha):
+    """`(1 - alpha) old + alpha observed`, exactly `observed` at alpha 1 (a traced alpha too)."""
+    if isinstance(alpha, (int, float)):
+        return observed if alpha == 1.0 else (1 - alpha) * old + alpha * observed
+    return jnp.where(alpha == 1.0, observed, (1 - alpha) * old + alpha * observed)
 
 
 @struct.dataclass

@@ -74,21 +74,31 @@ def init_transition_state(key, model: TransitionModel, example_x, example_a, lr:
     """The model's parameters and its AdamW (weight decay 1e-5, global-norm clipping 0.5, as the authors')."""
     reset = jnp.ones(example_x.shape[:2], bool)
     params = model.init(key, example_x, example_a, reset)
-    tx = optax.chain(optax.clip_by_global_norm(0.5), optax.adamw(lr, weight_decay=1e-5))
-    state = TrainState.create(apply_fn=model.apply, params=params, tx=tx)
+    state = TrainState.create(apply_fn=model.apply, params=params, tx=transition_optimizer(lr))
     return state.replace(step=jnp.zeros((), jnp.int32))
 
 
-def score_and_step(state: TrainState, model: TransitionModel, x, a, reset, dones, reduce=lambda g: g):
+def transition_optimizer(lr) -> optax.GradientTransformation:
+    """AdamW (weight decay 1e-5) after global-norm clipping at 0.5, the authors' (`lr` may be traced)."""
+    return optax.chain(optax.clip_by_global_norm(0.5), optax.adamw(lr, weight_decay=1e-5))
+
+
+def score_and_step(state: TrainState, model: TransitionModel, x, a, reset, dones, reduce=lambda g: g, lr=None):
     """`(state after one step, per-level ATPL before it, transitions [N], loss)`: the levels are scored by the
     model as it was, then it takes one step on the same transitions (`reduce`: the gradient's mean over
-    data-parallel devices, so the model stays one model)."""
+    data-parallel devices, so the model stays one model). `lr`: the step's learning rate (a traced
+    `--traced-lr`; the state's stored optimiser, made at `init`, only gives the structure); None: the stored one."""
     def loss_fn(params):
         per_level, count, loss = transition_errors(params, model, x, a, reset, dones)
         return loss, (per_level, count)
 
     (loss, (per_level, count)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
-    return state.apply_gradients(grads=jax.tree.map(reduce, grads)), per_level, count, loss
+    grads = jax.tree.map(reduce, grads)
+    if lr is None:
+        return state.apply_gradients(grads=grads), per_level, count, loss
+    updates, opt_state = transition_optimizer(lr).update(grads, state.opt_state, state.params)
+    state = state.replace(step=state.step + 1, params=optax.apply_updates(state.params, updates), opt_state=opt_state)
+    return state, per_level, count, loss
 
 
 def credit_colearnability(bonus, changed, previous, scores, last_period, coef: float, trains):

@@ -31,7 +31,7 @@ from flax import struct
 
 from minimax.core.methods import register_method
 from minimax.core.metrics import mean_sums
-from minimax.core.options import check
+from minimax.core.options import Traced, check
 from minimax.curricula.features import action_count
 from minimax.curricula.novelty import (Coverage, init_coverage, level_novelty, level_samples, novelty_weights,
                                        push, refit, step_features)
@@ -47,7 +47,7 @@ from minimax.runners.plr_parts import (CoinReplayRunner, finish, group_metrics, 
 class NoveltyConfig:
     """CENIE's coverage model and its weight in the replay distribution (the `novelty` group)."""
 
-    novelty_coef: float = 0.5
+    novelty_coef: Traced[float] = 0.5
     """alpha: the replay distribution's score part is alpha P_novelty + (1 - alpha) P_regret (the paper's 0.5)."""
     novelty_window: int = 32
     """Levels in the coverage window (the most recently played, FIFO)."""
@@ -57,7 +57,7 @@ class NoveltyConfig:
     """Diagonal Gaussians in the coverage mixture."""
     novelty_em_steps: int = 5
     """EM iterations per cycle, warm-started from the last fit."""
-    novelty_reg: float = 0.01
+    novelty_reg: Traced[float] = 0.01
     """Added to every variance (sklearn's reg_covar), keeping constant features from collapsing a component."""
 
     def __post_init__(self):

@@ -47,7 +47,7 @@ from flax.training.train_state import TrainState
 
 from minimax.agents.ppo import PPOConfig, create_train_state, ppo_update
 from minimax.core.metrics import level_metric_sums, reduce_over_devices
-from minimax.core.options import check
+from minimax.core.options import Traced, check
 from minimax.core.parallel import NO_SHARD, Shard
 from minimax.curricula import ncc
 from minimax.envs.wrappers import ReplayAutoReset
@@ -72,11 +72,11 @@ class NCCConfig:
     ncc_score: Literal["learnability", "oracle_regret"] = "learnability"
     """learnability: p (1 - p) over the attempts (NCC); oracle_regret: optimal return minus the attempts' mean return
     (NCC-Reg; the environment must know the optimum, as AMaze does)."""
-    ncc_meta_lr: float = 0.1
+    ncc_meta_lr: Traced[float] = 0.1
     """Step size of the y update (META_LR: 0.1 NCC, 0.005 NCC-Reg)."""
-    ncc_meta_reg: float = 0.05
+    ncc_meta_reg: Traced[float] = 0.05
     """Entropy regularisation tau of the y objective (META_REG: 0.05 NCC, 0.032 NCC-Reg)."""
-    ncc_meta_trunc: float = 1e-5
+    ncc_meta_trunc: Traced[float] = 1e-5
     """Least weight of a buffer slot (META_TRUNC): y lives on the simplex truncated at this value."""
     ncc_static_buffer: bool = False
     """Keep the initial buffer (only its scores are refreshed): the authors' STATIC_BUFFER, their theory setting."""

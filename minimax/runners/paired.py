@@ -47,7 +47,7 @@ from flax.training.train_state import TrainState
 from minimax.agents.ppo import PPOConfig, create_train_state, ppo_update
 from minimax.curricula.regret import TEACHER_SCORES, teacher_score
 from minimax.core.metrics import level_metric_sums, mean_sums, reduce_over_devices
-from minimax.core.options import check
+from minimax.core.options import Traced, check
 from minimax.core.parallel import NO_SHARD, Shard
 from minimax.models.s5 import s5_shape_problem
 from minimax.runners.design import design_levels, with_final_reward
@@ -90,21 +90,21 @@ class TeacherConfig:
     """The teacher's recurrent core (s5 takes its shape from --s5-layers, --s5-blocks, --s5-layernorm)."""
     teacher_recurrent_size: int = 256
     """Units of the teacher's recurrent core."""
-    teacher_lr: float = 1e-4
+    teacher_lr: Traced[float] = 1e-4
     """The teacher's Adam learning rate."""
-    teacher_gamma: float = 0.995
+    teacher_gamma: Traced[float] = 0.995
     """The teacher's discount factor."""
-    teacher_gae_lambda: float = 0.98
+    teacher_gae_lambda: Traced[float] = 0.98
     """The teacher's GAE lambda."""
-    teacher_entropy_coef: float = 0.05
+    teacher_entropy_coef: Traced[float] = 0.05
     """The teacher's entropy bonus (the report's generator entropy coefficient)."""
-    teacher_value_coef: float = 0.5
+    teacher_value_coef: Traced[float] = 0.5
     """The teacher's value loss coefficient."""
     teacher_n_epochs: int = 5
     """The teacher's PPO epochs per update."""
     teacher_n_minibatches: int = 1
     """The teacher's minibatches per epoch (must divide --num-envs)."""
-    teacher_clip_eps: float = 0.2
+    teacher_clip_eps: Traced[float] = 0.2
     """The teacher's PPO ratio (and value) clip."""
 
     def __post_init__(self):

@@ -37,7 +37,7 @@ from flax import struct
 from flax.training.train_state import TrainState
 
 from minimax.agents.ppo import PPOConfig, create_train_state
-from minimax.core.options import check
+from minimax.core.options import Traced, check
 from minimax.core.parallel import NO_SHARD, Shard
 from minimax.core.units import max_idle_cycles
 from minimax.curricula.level_buffer import BufferConfig, LevelBuffer, init_buffer
@@ -93,7 +93,7 @@ class ReplayConfig:
     """The replay coin of plain and robust PLR and ACCEL (their `replay` group; the parallel methods
     replay every cycle once the buffer is ready and have no coin)."""
 
-    replay_prob: float = 0.5
+    replay_prob: Traced[float] = 0.5
     """Probability of a replay cycle once the buffer is full enough (plr, robust_plr, accel)."""
 
     def __post_init__(self):
@@ -209,4 +209,4 @@ class PLRFamilyRunner:
         p = 1.0 if self.groups > 1 else self.replay.replay_prob
         if self.cur.train_levels and self.cur.replay_schedule != "fixed":
             p = self.cur.ready_at(self.capacity) / self.cur.train_levels
-        return max_idle_cycles(min(p, 1.0))
+        return max_idle_cycles(p)

@@ -25,7 +25,7 @@ from flax.training.train_state import TrainState
 
 from minimax.core.methods import register_method
 from minimax.core.metrics import mean_sums
-from minimax.core.options import check
+from minimax.core.options import Traced, check
 from minimax.curricula.features import action_count, action_inputs, flat_observation
 from minimax.curricula.transitions import (TransitionModel, credit_colearnability, init_transition_state,
                                            score_and_step)
@@ -42,15 +42,15 @@ from minimax.runners.plr_parts import (CoinReplayRunner, finish, group_metrics, 
 class TracedConfig:
     """TRACED's score terms and its transition model (the `traced` group; defaults: the authors' maze run)."""
 
-    traced_transition_coef: float = 1.0
+    traced_transition_coef: Traced[float] = 1.0
     """Weight of the transition prediction loss added to the score (PVL + coef x ATPL)."""
-    traced_colearnability_coef: float = 1.0
+    traced_colearnability_coef: Traced[float] = 1.0
     """Weight of the co-learnability credit on the replay priority (0: none)."""
     traced_hidden: int = 128
     """Width of the transition model's encoder and LSTM."""
-    traced_lr: float = 1e-4
+    traced_lr: Traced[float] = 1e-4
     """The transition model's AdamW learning rate."""
-    traced_obs_scale: float = 0.1
+    traced_obs_scale: Traced[float] = 0.1
     """Observations are scaled by this before the model sees and predicts them (the authors' maze views: 1/10)."""
 
     def __post_init__(self):
@@ -123,7 +123,7 @@ class TracedRunner(CoinReplayRunner):
         """Score `played` (PVL + coef x ATPL), step the transition model, offer, and keep the ledger."""
         x, a, reset, dones = self._inputs(played.rollout)
         model, atpl, _, loss = score_and_step(model, self._model(x.shape[-1]), x, a, reset, dones,
-                                              reduce=self.shard.mean)
+                                              reduce=self.shard.mean, lr=self.traced.traced_lr)
         before = buffer.scores
         buffer, where, scored = score_and_offer(self, buffer, played, params, offered, mutations,
                                                 extra=self.traced.traced_transition_coef * atpl)

@@ -16,6 +16,8 @@ import jax.numpy as jnp
 from minimax.agents.ppo import PPOConfig
 from minimax.models.recurrent import resolve_unroll
 from minimax.config import ConfigError, TrainConfig
+from minimax.config.hyperparams import traced_view
+from minimax.core.options import checks_deferred
 from minimax.curricula.training_set import LevelSet
 from minimax.training.devices import DeviceLayout, plan_layout
 from minimax.envs.registry import UEDEnv, get_env
@@ -127,12 +129,17 @@ class RunParts:
         return jax.jit(self.spec.make_mutator(self.cfg.mutation.mutator, self.cfg.mutation.n_mutations))
 
 
-def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD):
+def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD, hp: dict | None = None):
     """The runner of `cfg` for one seed (its registered method's `build`); `shard`: its device's
-    part of a data-parallel mesh."""
+    part of a data-parallel mesh; `hp` (inside a program): the traced options' values, which replace
+    `cfg`'s (`config/hyperparams.py`). A runner built with `hp` steps a state; the state is made by
+    `init` of one built without (its optimiser's static parts must not hold a program's inputs)."""
     method = get_method(cfg.method)
     cfg, levels = with_level_file(cfg)
-    return method.build(RunParts(cfg, levels, shard))
+    if not hp:
+        return method.build(RunParts(cfg, levels, shard))
+    with checks_deferred():  # the values are tracers; `hp_arrays` checked them
+        return method.build(RunParts(traced_view(cfg, hp), levels, shard))
 
 
 def device_layout(cfg: TrainConfig) -> DeviceLayout:

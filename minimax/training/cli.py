@@ -16,6 +16,7 @@ import tyro
 
 from minimax.training.checkpoint import CheckpointError
 from minimax.config import ConfigError, TrainConfig
+from minimax.config.hyperparams import traced_options
 from minimax.config.run import CompiledRunOptions
 from minimax.core.options import checked, checks_deferred, flag
 from minimax.config.table import CORE_GROUPS, GROUPS, OPTION_TYPES, OPTIONS, declared_groups, owners
@@ -117,7 +118,10 @@ def _tyro_cli(shape, start, argv: list[str]):
     description = (TrainConfig.__doc__ + " Methods: " + ", ".join(method_names()) + " (--method). Environments: "
                    + ", ".join(env_names()) + "; on the host: procgen-<game>, gym-<id> (--env). Presets: "
                    + ", ".join(PRESETS) + " (--preset); --config PATH starts from a saved config.json instead. The "
-                   "options listed are those of --method and --env (`--method accel --help`).")
+                   "options listed are those of --method and --env (`--method accel --help`). Traced options (one "
+                   "compiled program serves every value of them; a sweep varies them inside one program): "
+                   + ", ".join(flag(n) for n in traced_options()) + ". --no-compile-cache: leave XLA's persistent "
+                   "compilation cache off (on by default, in ~/.cache/minimax/jax).")
     return tyro.cli(tyro.conf.OmitArgPrefixes[shape], default=start, args=argv, prog="train.py",
                     description=description)
 

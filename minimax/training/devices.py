@@ -150,31 +150,39 @@ def distribute_init(runner: Runner, layout: DeviceLayout):
                          out_specs=_state_specs(runner, layout), check_vma=False)
 
 
-def distribute_step(fn, runner: Runner, layout: DeviceLayout):
+def distribute_step(fn, runner: Runner, layout: DeviceLayout, with_hp: bool = False):
     """`fn(state, ahead) -> (state, metrics)` of one seed on one device (`budget.make_chunk`) -> the
     same for every seed (vmap) on every device (shard_map); metrics come out per seed, equal on all
-    devices. `ahead` (int32 per seed, `[S]` or a scalar) may be left out: zeros."""
+    devices. `ahead` (int32 per seed, `[S]` or a scalar) may be left out: zeros. `with_hp`: `fn` is
+    `fn(state, ahead, hp)`, `hp` the traced options' values per seed (`config/hyperparams.py`), vmapped
+    and replicated like `ahead`; the result then takes `(state, ahead, hp)`."""
     f = jax.vmap(fn) if layout.multi_seed else fn
     zeros = jnp.zeros((len(layout.seeds),) if layout.multi_seed else (), jnp.int32)
     run = f if layout.mesh is None else _shard_step(f, runner, layout)
 
-    def train_chunk(state, ahead=None):  # the name XLA's dumps, profiles and cache logs show: jit_train_chunk
-        return run(state, zeros if ahead is None else ahead)
+    def train_chunk(state, ahead=None, hp=None):  # the name XLA's dumps, profiles and cache logs show
+        ahead = zeros if ahead is None else ahead
+        return run(state, ahead, {} if hp is None else hp) if with_hp else run(state, ahead)
     return train_chunk
 
 
 def _shard_step(f, runner: Runner, layout: DeviceLayout):
-    """`f(state, ahead)` of one device's part, over the layout's mesh (local fields split, the rest replicated)."""
+    """`f(state, ahead, *hp)` of one device's part, over the layout's mesh (local fields split, the rest
+    replicated)."""
     axis = _device_axis(layout)
 
-    def inner(state, ahead):
+    def inner(state, *rest):
         state = _map_local(state, runner, lambda x: jnp.squeeze(x, axis))
-        state, metrics = f(state, ahead)
+        state, metrics = f(state, *rest)
         return _map_local(state, runner, lambda x: jnp.expand_dims(x, axis)), metrics
 
     specs = _state_specs(runner, layout)
-    return jax.shard_map(inner, mesh=layout.mesh, in_specs=(specs, layout.replicated_spec()),
-                         out_specs=(specs, layout.replicated_spec()), check_vma=False)
+    rep = layout.replicated_spec()
+
+    def sharded(state, *rest):
+        return jax.shard_map(inner, mesh=layout.mesh, in_specs=(specs,) + (rep,) * len(rest),
+                             out_specs=(specs, rep), check_vma=False)(state, *rest)
+    return sharded
 
 
 def committed(state):

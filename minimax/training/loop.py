@@ -23,18 +23,20 @@ import numpy as np
 
 from flax.training.train_state import TrainState
 
-from minimax.training.budget import COUNTER, LABEL, STALLED, make_chunk, stalled_message, unit_size
+from minimax.training.budget import COUNTER, LABEL, STALLED, stalled_message, unit_size
 from minimax.training.checkpoint import Checkpointer, CheckpointError
 from minimax.training.builder import build_runner, device_layout, env_spec, evaluated_params, make_evaluator
 from minimax.config import TrainConfig, episode_limit
+from minimax.config.hyperparams import hp_arrays
 from minimax.core.metrics import RUN_TOTALS, first_nonfinite, log_columns, mean_row, outcome_free
 from minimax.training.run_dirs import RunError, missing_dirs, prepare_run_dir, remove_unkept  # noqa: F401
 from minimax.training.run_lock import RunLock
 from minimax.training.run_logs import RunLogger, log_rows, read_rows, seed_rows
 from minimax.training.progress import Progress, buffer_filling
 from minimax.training.stop_signals import RunStopped, StopSignals, wait_ready
-from minimax.training.devices import (DeviceLayout, committed, distribute_init, distribute_step, initialize_distributed,
-                                      seed_params, split_seed_key, to_host)
+from minimax.training.devices import (DeviceLayout, committed, initialize_distributed, seed_params, split_seed_key,
+                                      to_host)
+from minimax.training.programs import programs
 
 # Options a resumed run may change: they do not alter what an update computes.
 # Where the run lives (`out_dir`, `run_name`) is not a training option: a moved run resumes.
@@ -253,14 +255,16 @@ class _Loop:
         self.evaluator = make_evaluator(cfg) if cfg.eval.eval_every and lead else None
         init_keys, self.eval_keys = seed_keys(layout)
         self.checkpoints = Checkpointer(run_dir / "checkpoints", keep=cfg.keep_checkpoints)
-        init = jax.jit(distribute_init(runner, layout))
-        self.abstract = jax.eval_shape(init, init_keys)
-        self.state, self.update, self.counters = start_state(cfg, self.checkpoints, init, init_keys, self.abstract,
-                                                             layout, lead)
+        # The process's programs for this run's shape (`programs.py`): a resume or another value of a traced
+        # option runs the chunks compiled before; states come from their runner's `init`.
+        self.programs = programs(cfg, layout)
+        self.hp = hp_arrays(cfg, repeat=len(layout.seeds) if layout.multi_seed else 1)
+        self.abstract = jax.eval_shape(self.programs.init, init_keys)
+        self.state, self.update, self.counters = start_state(cfg, self.checkpoints, self.programs.init, init_keys,
+                                                             self.abstract, layout, lead)
         if cfg.resume and lead:  # what the resumed run trains to (an extension's --num-updates, ...) from now on
             cfg.replace(resume=False, overwrite=False).save(run_dir / "config.json")
         self.binary_outcome = env_spec(cfg).binary_outcome
-        self.programs: dict[int, object] = {}
         self.params_finite = jax.jit(all_params_finite)
 
     def nothing_to_do(self) -> dict:
@@ -271,9 +275,6 @@ class _Loop:
         return next((r for r in reversed(rows) if r.get("seed", "mean") == "mean" and r["update"] <= self.update),
                     {})
 
-    def chunk_program(self, length: int):
-        return distribute_step(make_chunk(self.runner, length, self.cfg.budget), self.runner, self.layout)
-
     def ahead(self):
         """Per seed, how far its budget counter is past `update` units (`budget.make_chunk`)."""
         counter = self.counters[COUNTER[self.cfg.budget]]
@@ -281,14 +282,7 @@ class _Loop:
         return ahead if self.layout.multi_seed else ahead[0]
 
     def program(self, length: int):
-        if length not in self.programs:
-            t0 = time.perf_counter()
-            jitted = jax.jit(self.chunk_program(length), donate_argnums=0)
-            self.programs[length] = jitted.lower(self.state, self.ahead()).compile()
-            if self.lead:
-                print(f"compiled a chunk of {length} {LABEL[self.cfg.budget]} in {time.perf_counter() - t0:.1f}s",
-                      file=sys.stderr)
-        return self.programs[length]
+        return self.programs.chunk(length, self.state, self.ahead(), self.hp, announce=self.lead)
 
     def open_logger(self) -> RunLogger | None:
         if not self.lead:
@@ -309,7 +303,7 @@ class _Loop:
         length = self.next_length()
         run_chunk = self.program(length)
         t0 = time.perf_counter()
-        self.state, metrics = run_chunk(self.state, self.ahead())
+        self.state, metrics = run_chunk(self.state, self.ahead(), self.hp)
         wait_ready(metrics)  # polls, so a stop signal is seen while the chunk runs
         metrics = to_host(metrics)
         stalled = np.asarray(metrics.pop(STALLED))

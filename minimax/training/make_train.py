@@ -21,6 +21,16 @@ alone or vmapped beside other seeds.
   metrics `make_chunk` returns (`minimax.core.metrics.summarize` turns a window of rows into a
   log row); `metrics["stalled"]` flags units that could not be spent (the loop raises
   `BudgetStalled` there: `budget.py`).
+- `hp`: the traced options' values (`{option: array}` by flat name, `config/hyperparams.py`; any
+  left out take the config's): one compiled program for every value of them, so a sweep is a
+  `vmap` over points and seeds, PureJaxRL's move:
+
+      hps = hp_arrays(cfg, [{"lr": 1e-4}, {"lr": 3e-4}], repeat=2)   # checked per point; [4] each
+      keys = jnp.stack([jax.random.key(s) for s in (0, 1, 0, 1)])     # points x seeds, point-major
+      out = jax.jit(jax.vmap(train))(keys, hps)
+
+  Only traced options may vary (`minimax.config.hyperparams.traced_options()`, and `--help` marks
+  them); sizes, counts, names and booleans that choose code are the config's.
 - One device per seed: `jax.vmap` it over seeds, shard it yourself if you like; `--devices`
   and data-parallel meshes are the loop's (`devices.py`).
 """
@@ -30,7 +40,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from minimax.config import TrainConfig
+from minimax.config import ConfigError, TrainConfig
+from minimax.config.hyperparams import hp_arrays
 from minimax.runners.rollout import typed_key
 from minimax.training.budget import COUNTER, make_chunk, unit_size
 from minimax.training.builder import build_runner
@@ -38,33 +49,40 @@ from minimax.training.devices import split_seed_key
 
 
 def make_train(config: TrainConfig):
-    """`train(key) -> {"runner_state", "metrics"}` for one seed of `config` (see the module
-    docstring); `train.runner` and `train.config` are the runner it drives and its config."""
+    """`train(key, hp=None) -> {"runner_state", "metrics"}` for one seed of `config` (see the module
+    docstring); `train.runner` and `train.config` are the runner it drives and its config,
+    `train.hyperparams` the traced options' values it uses when `hp` is None."""
     runner = build_runner(config)
     budget, total, every = config.budget, config.num_updates, max(1, min(config.log_every, config.num_updates))
     chunks, rest = divmod(total, every)
     counter, size = COUNTER[budget], unit_size(budget, runner)
+    defaults = hp_arrays(config)
 
-    def run_chunk(state, ahead, length: int):
+    def run_chunk(state, ahead, hp, length: int):
         """`length` units from `ahead` (counter units past the chunk's start, `make_chunk`), and
         the next chunk's `ahead`, as the loop computes it from its counters."""
-        state, metrics = make_chunk(runner, length, budget)(state, ahead)
+        state, metrics = make_chunk(build_runner(config, hp=hp), length, budget)(state, ahead)
         return state, ahead + jnp.sum(metrics[counter]).astype(jnp.int32) - length * size, metrics
 
-    def train(key):
+    def train(key, hp=None):
+        unknown = sorted(set(hp or {}) - set(defaults))
+        if unknown:
+            raise ConfigError(f"make_train: hp names {', '.join(unknown)}, not a traced option of this run "
+                              f"(traced: {', '.join(defaults)})")
+        hp = {**defaults, **(hp or {})}
         init_key, _ = split_seed_key(typed_key(key))
         state, ahead = runner.init(init_key), jnp.zeros((), jnp.int32)
 
         def body(carry, _):
-            state, ahead, metrics = run_chunk(*carry, every)
+            state, ahead, metrics = run_chunk(*carry, hp, every)
             return (state, ahead), metrics
 
         (state, ahead), metrics = jax.lax.scan(body, (state, ahead), None, length=chunks)
         metrics = jax.tree.map(lambda x: x.reshape((chunks * every,) + x.shape[2:]), metrics)
         if rest:
-            state, _, last = run_chunk(state, ahead, rest)
+            state, _, last = run_chunk(state, ahead, hp, rest)
             metrics = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), metrics, last)
         return {"runner_state": state, "metrics": metrics}
 
-    train.runner, train.config = runner, config
+    train.runner, train.config, train.hyperparams = runner, config, defaults
     return train
