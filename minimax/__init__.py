@@ -8,8 +8,9 @@ What a script or notebook needs, importable from here:
     result = jax.jit(jax.vmap(train))(jax.random.split(jax.random.key(0), 4))   # four seeds, one program
 
 - configs: `TrainConfig`, `PRESETS`, `ConfigError`;
-- training: `make_train` (a pure, jittable program), `run_training` (the command's loop: logs,
-  checkpoints, evaluation, resume);
+- training: `make_train` (a pure, jittable program; `train(key, hp)`), `run_training` (the command's
+  loop: logs, checkpoints, evaluation, resume), `train_group` (several runs that differ only in traced
+  options as one program), `hp_arrays` and `traced_options` (hyperparameters as data);
 - extending: `register_method` / `Method` / `plr_method` (a curriculum), `register_score` (a level
   score), `register_env` (an environment), and `make` (gymnax-style `(env, env_params)`), `get_env`,
   `env_names`, `method_names`;
@@ -28,6 +29,8 @@ from minimax.core.versions import VERSION as __version__
 _EXPORTS = {
     "TrainConfig": "minimax.config", "PRESETS": "minimax.config", "ConfigError": "minimax.config",
     "make_train": "minimax.training.make_train", "run_training": ("minimax.training.loop", "train"),
+    "hp_arrays": "minimax.config.hyperparams", "traced_options": "minimax.config.hyperparams",
+    "train_group": "minimax.training.group",
     "make": "minimax.training.builder", "build_runner": "minimax.training.builder",
     "Method": "minimax.runners", "register_method": "minimax.runners", "get_method": "minimax.runners",
     "method_names": "minimax.runners", "plr_method": "minimax.runners",

@@ -42,13 +42,24 @@ def test_replay_offers_against_hand_computation(alpha):
     assert np.asarray(where).tolist() == [1, 1, 1, 3, 4, 5, -1, 2, 0]
 
 
-# --------------------------------------------------------------------------- 5. replay_decision
+# --------------------------------------------------------------------------- 5. the replay coin
 
 
-def test_replay_decision():
+def test_the_replay_coin_falls_with_replay_prob_once_the_buffer_is_ready():
+    """`plr_parts.coin_replay`, the runners' replay decision (its probability traced, as in a sweep)."""
+    from types import SimpleNamespace
+
+    from minimax.core.parallel import NO_SHARD
+    from minimax.runners.plr_parts import coin_replay
+
+    def coin(key, buffer, p, min_fill):
+        run = SimpleNamespace(shard=NO_SHARD, replay=SimpleNamespace(replay_prob=p),
+                              cur=SimpleNamespace(min_fill_ratio=min_fill, train_levels=0))
+        return coin_replay(run, key, buffer, None)
+
     k = 10
     keys = jax.random.split(jax.random.key(4), 20000)
-    decide = jax.jit(jax.vmap(lambda key, b, p, m: lb.replay_decision(key, b, p, m), in_axes=(0, None, None, None)))
+    decide = jax.jit(jax.vmap(coin, in_axes=(0, None, None, None)), static_argnums=3)
     empty = lb.init_buffer({"x": jnp.zeros(())}, k)
     assert not np.asarray(decide(keys, empty, 1.0, 0.0)).any()
     part = empty.replace(filled=jnp.arange(k) < 3)

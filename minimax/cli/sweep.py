@@ -1,15 +1,18 @@
 """Sweeps: a grid over training options and seeds, run as few programs as possible, or printed as commands.
 
     python -m minimax.cli.sweep --preset plr --grid lr=1e-4,3e-4 --grid buffer_size=256,4000 --seeds 0,1,2 \\
-        --num-updates 2000                       # 4 runs, one after another, each training 3 seeds in one program
+        --num-updates 2000         # 2 programs (buffer_size is static), each 2 lr points x 3 seeds as lanes
     python -m minimax.cli.sweep ... --print          # the 4 train.py commands instead, one per line (for a cluster)
     python -m minimax.cli.sweep --grid-file grid.json --seeds 0-4   # {"lr": [1e-4, 3e-4], ...}, or a release grid
     python -m minimax.cli.sweep ... --executor slurm --slurm-partition gpu  # each point a SLURM job (one array)
     python -m minimax.cli.sweep ... --executor slurm --status                # where each point's job stands
     python -m minimax.cli.sweep ... --collect        # <out-dir>/sweep.csv: final metrics, intervals over seeds
 
-Every grid point is one `train.py` run whose seeds are vmapped in one program (`--seeds`), in its own
-run directory `<out-dir>/<preset>-<option>=<value>-...-seeds<...>`. A grid file is either ours
+Every grid point is one `train.py` run in its own run directory `<out-dir>/<preset>-<option>=<value>-...-seeds<...>`
+(its config, logs and checkpoints as if it trained alone). Points that differ only in traced options (`lr`,
+`replay_prob`, ...: `train.py --help` lists them) train as one vmapped program of points x seeds lanes; points that
+differ in a static option (a size, the method) form a program each, trained one after another (`--one-by-one`:
+every point alone). A grid file is either ours
 (`{option: [values]}`, flat option names) or the minimax release's (`{"args": {argument: [values]}}`,
 what its `make_cmd` expands; each point is then read as `train.py --config` reads a release config).
 Flags other than the sweep's own pass to every run (`--num-updates 2000 --eval-every 200`). A rerun
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -115,6 +119,17 @@ def point_name(preset: str, point: dict, seeds: str) -> str:
     return "-".join([preset, *parts]) + "-seeds" + seeds.replace(",", "-")
 
 
+def refuse_repeated(grid: dict, passthrough: list[str]) -> None:
+    """A flag passed to every run must not set an option the grid varies (it would override every point's
+    value, later on the command line, while the run names still say the grid's)."""
+    for name in grid:
+        forms = (flag(name), "--no-" + flag(name)[2:])
+        given = [a for a in passthrough if a.split("=")[0] in forms]
+        if given:
+            raise ConfigError(f"{given[0].split('=')[0]} is given to every run and varied by the grid ({name}=...): "
+                              f"give it in one place")
+
+
 def commands(args, passthrough: list[str]) -> list[list[str]]:
     """One `train.py` argument list per grid point."""
     seeds = parse_seeds(args.seeds)
@@ -134,6 +149,7 @@ def commands(args, passthrough: list[str]) -> list[list[str]]:
         grid = doc
     else:
         grid = parse_grid(args.grid)
+    refuse_repeated(grid, passthrough)
     for point in grid_points(grid):
         flags = [a for k, v in point.items() for a in as_flags(k, v)]
         out.append(["--preset", args.preset, *flags, "--seeds", seeds, "--out-dir", args.out_dir,
@@ -153,6 +169,10 @@ def parse_args(argv: list[str]):
     p.add_argument("--print", action="store_true", help="print the train.py commands instead of running them")
     p.add_argument("--collect", action="store_true", help="write <out-dir>/sweep.csv: each run's final metrics "
                    "with 95%% intervals over its seeds (one row per run and metric), and train nothing")
+    p.add_argument("--one-by-one", action="store_true", help="train every point in a program of its own, one "
+                   "after another (default: the points that differ only in traced options, `train.py --help` lists "
+                   "them, train as one vmapped program of points x seeds lanes)")
+    p.add_argument("--no-compile-cache", action="store_true", help="leave XLA's persistent compilation cache off")
     add_arguments(p)
     args, passthrough = p.parse_known_args(argv)
     cluster = from_arguments(args)
@@ -180,14 +200,68 @@ def train_in_jobs(runs, configs, passthrough, cluster, out_dir: Path) -> None:
         raise RunError(unfinished_message(unfinished, planned, folder))
 
 
-def main(argv: list[str] | None = None) -> None:
-    from minimax.training.loop import train  # noqa: PLC0415
+def point_config(command: list[str]):
+    """The config of one grid point's `train.py` arguments; a bad value is refused naming the point."""
     from minimax.training.cli import parse_config  # noqa: PLC0415
+
+    try:
+        return parse_config(command)
+    except ConfigError as err:
+        name = command[command.index("--run-name") + 1] if "--run-name" in command else " ".join(command)
+        raise ConfigError(f"sweep point {name}: {err}") from None
+
+
+def program_groups(configs) -> list[list]:
+    """The points in groups of one program each (the same static part and seeds: `training/programs.py`), in
+    the order of their first point."""
+    from minimax.training.group import lane_layout  # noqa: PLC0415
+    from minimax.training.programs import program_key  # noqa: PLC0415
+
+    groups: dict = {}
+    for cfg in configs:
+        groups.setdefault((program_key(cfg, lane_layout([cfg])), tuple(cfg.seed_list)), []).append(cfg)
+    return list(groups.values())
+
+
+def train_points(configs, passthrough: list[str], one_by_one: bool = False) -> None:
+    """Train (or resume) every point: each group of points that share a program as one vmapped program
+    (`training/group.py`), the others one after another (their programs kept in the process: a point
+    traces only when its static part is new)."""
+    from minimax.training.cli import parse_config  # noqa: PLC0415
+    from minimax.training.group import can_group, train_group  # noqa: PLC0415
+    from minimax.training.loop import train  # noqa: PLC0415
+
+    def resumed(cfg):
+        if not (cfg.run_dir / "config.json").exists():
+            return cfg  # the run's saved config, below; the flags passed to every run may extend it
+        return parse_config(["--resume", "--out-dir", str(cfg.run_dir.parent), "--run-name", cfg.run_dir.name,
+                             *passthrough])
+
+    for group in program_groups(configs):
+        group = [resumed(cfg) for cfg in group]
+        why = "--one-by-one" if one_by_one else can_group(group)
+        if not why:
+            print(f"sweep: {len(group)} points x {len(group[0].seed_list)} seeds as one program: "
+                  + ", ".join(c.run_dir.name for c in group), file=sys.stderr)
+            train_group(group)
+            continue
+        for cfg in group:
+            if len(group) > 1:
+                print(f"sweep: {cfg.run_dir.name} alone ({why})", file=sys.stderr)
+            print(f"sweep: {'resuming' if cfg.resume else 'training'} {cfg.run_dir}", file=sys.stderr)
+            train(cfg)
+
+
+def main(argv: list[str] | None = None) -> None:
+    from minimax.training.programs import enable_compile_cache  # noqa: PLC0415
+
+    if "--no-compile-cache" not in (sys.argv[1:] if argv is None else argv):  # before JAX starts its backend
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # (`programs.enable_compile_cache` says why)
 
     try:
         args, cluster, passthrough = parse_args(sys.argv[1:] if argv is None else argv)
         runs = commands(args, passthrough)
-        configs = [parse_config(c) for c in runs]  # every point checked before any trains
+        configs = [point_config(c) for c in runs]  # every point checked before any trains
         if args.print:
             print("\n".join("python train.py " + shlex.join(c) for c in runs))
             return
@@ -197,13 +271,8 @@ def main(argv: list[str] | None = None) -> None:
             return
         if cluster.jobs:
             return train_in_jobs(runs, configs, passthrough, cluster, Path(args.out_dir))
-        for command, cfg in zip(runs, configs):
-            resume = (cfg.run_dir / "config.json").exists()
-            print(f"sweep: {'resuming' if resume else 'training'} {cfg.run_dir}", file=sys.stderr)
-            if resume:  # the run's saved config; the flags passed to every run may extend it
-                cfg = parse_config(["--resume", "--out-dir", str(cfg.run_dir.parent), "--run-name", cfg.run_dir.name,
-                                    *passthrough])
-            train(cfg)
+        enable_compile_cache(not args.no_compile_cache)
+        train_points(configs, passthrough, one_by_one=args.one_by_one)
     except (ConfigError, RunError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import importlib
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -111,6 +112,8 @@ def main(argv: list[str] | None = None) -> None:
     argv = load_plugins(argv)
     compile_cache = "--no-compile-cache" not in argv  # a setting of this process, not of the run
     argv = [a for a in argv if a != "--no-compile-cache"]
+    if compile_cache:  # before JAX starts its backend (`programs.enable_compile_cache` says why)
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:
         routing = route(argv)
     except ConfigError as e:

@@ -29,11 +29,9 @@ class RunOptions:
     """The options of every training run, compiled or on the host."""
 
     method: str = "dr"
-    """Autocurriculum, by registered name: dr (domain randomisation), plr, robust_plr, parallel_plr, accel,
-    parallel_accel, paired, pop_paired (population PAIRED), minimax_adversary, sfl (Sampling For Learnability),
-    ncc (a learned replay distribution), cenie (PLR-CENIE), traced (TRACED), remidi (ReMiDi), or one registered
-    with minimax.register_method. On a host environment (procgen-*, gym-*): a method that declares a host
-    protocol (dr, plr, robust_plr)."""
+    """Autocurriculum, by registered name (the method registry's: `train.py --help` lists them, built-in and
+    registered with minimax.register_method). On a host environment (procgen-*, gym-*): a method that declares a
+    host protocol."""
     seed: int = 0
     """Random seed: the same seed and config give the same run, number for number (on one backend)."""
     run_name: str = ""

@@ -73,8 +73,7 @@ class Method:
     trains_every_cycle: bool = False
     """Every `step` makes one PPO update (a unit of the update budget is one step)."""
     trains_only_on_replays: bool = False
-    """Updates only on replayed levels, so `--replay-prob` must be > 0 where it has that coin (its `replay` group:
-    robust PLR, ACCEL)."""
+    """Updates only on replayed levels (robust PLR, ACCEL: `plr_method` then checks `--replay-prob` > 0)."""
     needs_success: bool = False
     """Scores levels by episodes that succeed or fail: the env must have a binary outcome (SFL)."""
     problems: Callable[[Any, Any], Iterable[str]] | None = None
@@ -89,10 +88,6 @@ class Method:
 
     def check(self, cfg, spec) -> Iterable[str]:
         """Every problem of `cfg` this method's declaration can see (`config/checks.py` adds the rest)."""
-        if (self.trains_only_on_replays and "replay" in self.options and cfg.replay.replay_prob <= 0
-                and not cfg.curriculum.train_levels):
-            yield f"--replay-prob must be > 0 for {self.name} (it trains only on replays), got " \
-                  f"{cfg.replay.replay_prob}"
         if self.problems is not None:
             yield from self.problems(cfg, spec)
 

@@ -27,7 +27,7 @@ Where the papers leave a choice open, the default is what the minimax release
   scored against max(stored, this rollout) but stores this rollout's maximum) or `running`
   (the best return ever seen, as jaxued and the PLR paper describe it).
 - With nothing stale (all staleness 0), `P_C` is `P_S` (the release); an empty buffer gives
-  uniform over all slots (runners never replay from it: see `replay_decision`).
+  uniform over all slots (runners never replay from it: `runners/plr_parts.py: buffer_ready`).
 The staleness clock `c` advances by one per replay draw (each draw refreshes the drawn
 level's timestamp before the next draw of the same batch, as both reference samplers do)
 and by the batch size per cycle of new levels (`advance_clock`), as the release counts.
@@ -213,13 +213,6 @@ def advance_clock(buffer: LevelBuffer, played) -> LevelBuffer:
 
 def fill_ratio(buffer: LevelBuffer) -> jax.Array:
     return buffer.filled.mean()
-
-
-def replay_decision(key, buffer: LevelBuffer, replay_prob, min_fill_ratio: float) -> jax.Array:
-    """bool: replay from the buffer (Bernoulli(replay_prob)) once it is at least
-    `min_fill_ratio` full, and never while it is empty."""
-    ready = (fill_ratio(buffer) >= min_fill_ratio) & buffer.filled.any()
-    return ready & jax.random.bernoulli(key, replay_prob)
 
 
 # --------------------------------------------------------------------------- updates

@@ -16,8 +16,8 @@ import jax.numpy as jnp
 from minimax.runners.branches import cond_or_zeros
 from minimax.runners.plr_family import PLRState
 from minimax.runners.plr_method import plr_method
-from minimax.runners.plr_parts import (CoinReplayRunner, finish, group_metrics, mark_stored, new_levels, play,
-                                       play_children, played_groups, replay_or_count, score_and_offer, train)
+from minimax.runners.plr_parts import (CoinReplayRunner, cycle_keys, finish, group_metrics, mark_stored, new_levels,
+                                       play, play_children, played_groups, replay_or_count, score_and_offer, train)
 from minimax.core.methods import register_method
 
 
@@ -31,7 +31,7 @@ class ACCELRunner(CoinReplayRunner):
         replay, train, then mutate the replayed levels and play their children; or play new levels
         without a gradient. Score and offer everything played."""
         n, params = self.n, state.train_state.params
-        key, _, k_new, k_sample, k_roll, k_upd, k_mutation = jax.random.split(state.key, 7)
+        key, _, k_new, k_sample, k_roll, k_upd, k_mutation = cycle_keys(state.key)
         seeds, new = new_levels(self, k_new, state.training_set, n)
         buffer, idx, levels = replay_or_count(self, k_sample, replay, state.buffer, n, new)
         played = play(self, k_roll, params, buffer, levels, replayed=idx)

@@ -38,8 +38,8 @@ from minimax.curricula.novelty import (Coverage, init_coverage, level_novelty, l
 from minimax.runners.branches import cond_or_zeros
 from minimax.runners.plr_family import PLRState
 from minimax.runners.plr_method import plr_method
-from minimax.runners.plr_parts import (CoinReplayRunner, finish, group_metrics, mark_stored, new_levels, play,
-                                       play_children, played_groups, replay_or_count, score_and_offer, train,
+from minimax.runners.plr_parts import (CoinReplayRunner, cycle_keys, finish, group_metrics, mark_stored, new_levels,
+                                       play, play_children, played_groups, replay_or_count, score_and_offer, train,
                                        write_slots)
 
 
@@ -108,7 +108,7 @@ class CENIERunner(CoinReplayRunner):
         """Robust PLR's cycle with the mixed replay distribution and the coverage's update (module docstring);
         ACCEL-CENIE's also mutates the replayed levels."""
         n, params, nc, bc = self.n, state.train_state.params, self.novelty, self.buffer_cfg
-        key, _, k_new, k_sample, k_roll, k_upd, k_cover = jax.random.split(state.key, 7)
+        key, _, k_new, k_sample, k_roll, k_upd, k_cover = cycle_keys(state.key)
         seeds, new = new_levels(self, k_new, state.training_set, n)
         p_score = novelty_weights(state.buffer.scores, state.novelty, state.buffer.filled, nc.novelty_coef,
                                   bc.score_transform, bc.temperature, bc.eps, bc.top_k, bc.rank_ties)

@@ -53,8 +53,17 @@ def plr_method(runner_class: type, summary: str = "", name: str = "", coin_repla
                   level_buffer=True, mutates=mutates, trains_every_cycle=bool(runner_class.trains_every_cycle),
                   trains_only_on_replays=bool(runner_class.trains_only_on_replays),
                   problems=lambda cfg, spec: [*curriculum_problems(cfg, mutates),
+                                              *replay_problems(cfg, runner_class, coin_replay),
                                               *(problems(cfg, spec) if problems is not None else ())],
                   device_splits=lambda cfg: device_splits(cfg, mutates), runner=runner_class, host=host)
+
+
+def replay_problems(c, runner_class: type, coin_replay: bool):
+    """A method that trains only on replays and draws them with the replay coin needs `--replay-prob` > 0
+    (unless a finite training set, whose schedule replays once every seed is seen)."""
+    if (runner_class.trains_only_on_replays and coin_replay and c.replay.replay_prob <= 0
+            and not c.curriculum.train_levels):
+        yield f"--replay-prob must be > 0 for {c.method} (it trains only on replays), got {c.replay.replay_prob}"
 
 
 def device_splits(c, mutates: bool) -> tuple[tuple[str, int], ...]:

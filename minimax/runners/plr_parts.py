@@ -304,6 +304,25 @@ def _buffer_stats(run: Run, buffer):
 
 # ---------------------------------------------------------------- the replay coin's runner
 
+class CycleKeys(NamedTuple):
+    """The keys of one coin-replay cycle, split from `state.key` in this order (the order fixes the numbers
+    a seed draws, so it never changes): the next state's key, the replay coin, new levels, the replay sample,
+    the rollout, the PPO update, and one for the method's own step (ACCEL's mutation, CENIE's coverage,
+    ReMiDi's consistency check; robust PLR leaves it unused)."""
+
+    next: jax.Array
+    coin: jax.Array
+    new: jax.Array
+    sample: jax.Array
+    rollout: jax.Array
+    update: jax.Array
+    own: jax.Array
+
+
+def cycle_keys(key) -> CycleKeys:
+    return CycleKeys(*jax.random.split(key, len(CycleKeys._fields)))
+
+
 class CoinReplayRunner(Run):
     """A PLR-family runner whose every cycle replays or plays new levels as a coin drawn from the state
     falls (plain and robust PLR, ACCEL): `step(state)` is `cycle(state, replay_decision(state))`, and a
@@ -320,8 +339,8 @@ class CoinReplayRunner(Run):
         return coin_replay(self, key, buffer, training_set)
 
     def replay_decision(self, state: PLRState):
-        """Whether the next cycle from `state` replays: its coin uses the second of the cycle's 7 keys."""
-        return self.decide_replay(jax.random.split(state.key, 7)[1], state.buffer, state.training_set)
+        """Whether the next cycle from `state` replays (the cycle's `coin` key, `cycle_keys`)."""
+        return self.decide_replay(cycle_keys(state.key).coin, state.buffer, state.training_set)
 
     @property
     def will_train(self):

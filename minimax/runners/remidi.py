@@ -37,8 +37,8 @@ from minimax.curricula.consistency import train_mask
 from minimax.curricula.level_buffer import LevelBuffer
 from minimax.runners.plr_family import PLRState
 from minimax.runners.plr_method import plr_method
-from minimax.runners.plr_parts import (CoinReplayRunner, finish, mark_stored, new_levels, play, played_groups,
-                                       replay_or_count, score_and_offer, train)
+from minimax.runners.plr_parts import (CoinReplayRunner, cycle_keys, finish, mark_stored, new_levels, play,
+                                       played_groups, replay_or_count, score_and_offer, train)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,7 +96,7 @@ class RemidiRunner(CoinReplayRunner):
         """Robust PLR's cycle on the current stage's buffer, trained and stored where the trajectories leave
         the earlier stages' levels; then the stage clock (module docstring)."""
         n, params = self.n, state.train_state.params
-        key, _, k_new, k_sample, k_roll, k_upd, k_consistency = jax.random.split(state.key, 7)
+        key, _, k_new, k_sample, k_roll, k_upd, k_consistency = cycle_keys(state.key)
         seeds, new = new_levels(self, k_new, state.training_set, n)
         buffer, idx, levels = replay_or_count(self, k_sample, replay, state.buffer, n, new)
         played = play(self, k_roll, params, buffer, levels, replayed=idx)

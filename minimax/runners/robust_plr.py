@@ -19,8 +19,8 @@ import jax.numpy as jnp
 
 from minimax.runners.plr_family import PLRState
 from minimax.runners.plr_method import plr_method
-from minimax.runners.plr_parts import (CoinReplayRunner, finish, mark_stored, new_levels, play, played_groups,
-                                       replay_or_count, score_and_offer, train)
+from minimax.runners.plr_parts import (CoinReplayRunner, cycle_keys, finish, mark_stored, new_levels, play,
+                                       played_groups, replay_or_count, score_and_offer, train)
 from minimax.core.methods import register_method
 
 
@@ -36,7 +36,7 @@ class RobustPLRRunner(CoinReplayRunner):
         """One cycle with the replay decision given (a traced bool, or a Python bool that builds one side):
         replayed or new levels, played, trained on (`trains_on`), scored and offered."""
         n, params = self.n, state.train_state.params
-        key, _, k_new, k_sample, k_roll, k_upd, _ = jax.random.split(state.key, 7)
+        key, _, k_new, k_sample, k_roll, k_upd, _ = cycle_keys(state.key)
         seeds, new = new_levels(self, k_new, state.training_set, n)
         buffer, idx, levels = replay_or_count(self, k_sample, replay, state.buffer, n, new)
         played = play(self, k_roll, params, buffer, levels, replayed=idx)

@@ -33,8 +33,8 @@ from minimax.curricula.weights import transform_weights
 from minimax.runners.branches import cond_or_zeros
 from minimax.runners.plr_family import PLRState
 from minimax.runners.plr_method import plr_method
-from minimax.runners.plr_parts import (CoinReplayRunner, finish, group_metrics, mark_stored, new_levels, play,
-                                       play_children, played_groups, replay_or_count, score_and_offer, train,
+from minimax.runners.plr_parts import (CoinReplayRunner, cycle_keys, finish, group_metrics, mark_stored, new_levels,
+                                       play, play_children, played_groups, replay_or_count, score_and_offer, train,
                                        write_slots)
 
 
@@ -137,7 +137,7 @@ class TracedRunner(CoinReplayRunner):
     def cycle(self, state: TracedState, replay):
         """ACCEL's cycle with TRACED's score, model step and co-learnability (module docstring)."""
         n, params, bc, tc = self.n, state.train_state.params, self.buffer_cfg, self.traced
-        key, _, k_new, k_sample, k_roll, k_upd, k_mutation = jax.random.split(state.key, 7)
+        key, _, k_new, k_sample, k_roll, k_upd, k_mutation = cycle_keys(state.key)
         seeds, new = new_levels(self, k_new, state.training_set, n)
         priority = transform_weights(state.buffer.scores + state.ledger.bonus, state.buffer.filled,
                                      bc.score_transform, bc.temperature, bc.eps, bc.top_k, bc.rank_ties)

@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import tyro
 
@@ -20,7 +21,7 @@ from minimax.config.hyperparams import traced_options
 from minimax.config.run import CompiledRunOptions
 from minimax.core.options import checked, checks_deferred, flag
 from minimax.config.table import CORE_GROUPS, GROUPS, OPTION_TYPES, OPTIONS, declared_groups, owners
-from minimax.core.methods import method_names
+from minimax.core.methods import get_method, method_names
 from minimax.envs.registry import env_names
 from minimax.training.devices import DeviceError
 from minimax.config import PRESETS
@@ -101,8 +102,12 @@ def _parse(argv: list[str], default: TrainConfig, declared) -> TrainConfig:
     """tyro over the run's options and the groups its method and environment declare (all of them for a
     method not registered: the config's check then names it), flat flags (`--lr`, not `--ppo.lr`)."""
     groups = [g for g in GROUPS if declared is None or g in declared]
+    method_help = ("Autocurriculum, by registered name: " + ", ".join(method_names()) + " (a plugin's too). On a "
+                   "host environment (procgen-*, gym-*): a method that declares a host protocol (" +
+                   ", ".join(n for n in method_names() if get_method(n).host) + ").")
+    method = ("method", Annotated[str, tyro.conf.arg(help=method_help)], dataclasses.field(default="dr"))
     shape = dataclasses.make_dataclass(
-        "TrainConfig", [(g, GROUPS[g], dataclasses.field(default_factory=GROUPS[g])) for g in groups],
+        "TrainConfig", [method] + [(g, GROUPS[g], dataclasses.field(default_factory=GROUPS[g])) for g in groups],
         bases=(CompiledRunOptions,), frozen=True, namespace={"__doc__": TrainConfig.__doc__})
     run = [f.name for f in dataclasses.fields(CompiledRunOptions)]
     start = shape(**{n: getattr(default, n) for n in run + groups})

@@ -31,9 +31,9 @@ from minimax.training.devices import DeviceLayout, distribute_init, distribute_s
 
 HOST_OPTIONS = ("run_name", "out_dir", "resume", "overwrite", "preset", "progress", "wandb", "wandb_project",
                 "keep_checkpoints", "buffer_png", "eval_every", "checkpoint_every", "seed", "seeds", "num_seeds",
-                "log_every", "coordinator_address", "num_processes", "process_id")
+                "log_every", "coordinator_address", "num_processes", "process_id", "devices")
 """Options the compiled chunk never reads (where a run lives, what the host logs and saves when; the seeds'
-count is the layout's): left out of a program's key."""
+count and the devices are the layout's): left out of a program's key."""
 
 
 def program_key(cfg: TrainConfig, layout: DeviceLayout) -> tuple:
@@ -116,6 +116,10 @@ def enable_compile_cache(enabled: bool = True) -> str | None:
     the directory is printed once per process. Returns it (None: off)."""
     if not enabled or os.environ.get("MINIMAX_COMPILE_CACHE", "1").lower() in ("0", "false", "no", "off"):
         return None
+    # XLA:CPU logs an ERROR line per program it loads from the cache, naming two tuning features
+    # (+prefer-no-gather, +prefer-no-scatter) that its own host detection never reports ("could lead to
+    # SIGILL": they are not instructions). Read when the backend starts: set before, unless the user set it.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     directory = jax.config.jax_compilation_cache_dir or os.environ.get("JAX_COMPILATION_CACHE_DIR") \
         or str(default_cache_dir())
     if jax.config.jax_compilation_cache_dir != directory:
