@@ -16,6 +16,8 @@
 #              queue; DR's pool refill tests once per env step, 256 per update: hlo_census.py)
 #   unroll     DR and robust PLR at 10 seeds with --scan-unroll 32 (8 by default on a GPU: 4x fewer iterations)
 #   curricula  the 2026 curricula (PACE, CENIE, TRACED, ReMiDi) at 10 seeds, beside the suite's robust PLR
+#   sweep      issue 68: DR and robust PLR at Table 5 sizes, one program of 10 lanes (10 seeds) against 100 (10 points
+#              x 10 seeds, the lanes' learning rates differ): seconds per lane-update (lane_cost.py)
 set -uo pipefail
 deadline=${1:-540}
 out=${OUT:-runs/gpu_order}
@@ -53,5 +55,7 @@ part bf16 90 suite "$root" --time-budget 45 --rows dr:10:0,paired:10:0 --set mat
 part flags 110 env XLA_FLAGS="--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL ${XLA_FLAGS:-}" \
     bash -c 'suite "$1" --time-budget 70 --rows dr:1:0,dr:10:0,plr:10:0' _ "$root"
 part unroll 90 suite "$root" --time-budget 45 --rows dr:10:32,plr:10:32
+part sweep 100 env PYTHONPATH="$root:${PYTHONPATH:-}" python3 benchmarks/lane_cost.py --table5 --lanes 10,100 \
+    --updates 5 --out "$out/lane_cost.json"
 part curricula 60 suite "$root" --time-budget "$(( $(left) > 71 ? $(left) - 70 : 1 ))" --rows pace:10:0,cenie:10:0,traced:10:0,remidi:10:0
 echo "== order done at ${SECONDS} s" | tee -a "$out/order.log"

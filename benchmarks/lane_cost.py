@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import time
 from pathlib import Path
 
@@ -30,12 +29,15 @@ from minimax.training.devices import plan_layout
 from minimax.training.programs import programs
 from minimax.training.loop import seed_keys
 
+from machine import cpu_model
+
 SIZES = dict(maze_height=13, maze_width=13, num_envs=8, num_steps=64, recurrent_size=32, progress=False)
 
 
-def lane_cost(method: str, lanes: int, updates: int) -> dict:
-    extra = dict(buffer_size=32, min_fill_ratio=0.25) if method != "dr" else {}
-    cfg = TrainConfig.from_options(**SIZES, **extra, method=method, num_updates=updates, log_every=updates)
+def lane_cost(method: str, lanes: int, updates: int, table5: bool = False) -> dict:
+    extra = {} if method == "dr" or table5 else dict(buffer_size=32, min_fill_ratio=0.25)
+    sizes = dict(progress=False) if table5 else SIZES
+    cfg = TrainConfig.from_options(**sizes, **extra, method=method, num_updates=updates, log_every=updates)
     layout = plan_layout(range(lanes), devices=1)
     kept = programs(cfg, layout)
     lrs = np.geomspace(1e-4, 3e-3, lanes)
@@ -60,11 +62,15 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--lanes", default="2,8,32")
     p.add_argument("--updates", type=int, default=10)
+    p.add_argument("--methods", default="dr,robust_plr")
+    p.add_argument("--table5", action="store_true", help="the report's Table 5 sizes (the presets'), for a GPU: "
+                   "`--table5 --lanes 10,100` is one 10-seed program against 10 points x 10 seeds")
     p.add_argument("--out", default="benchmarks/results/lane_cost_cpu.json")
     args = p.parse_args()
-    rows = [lane_cost(m, int(n), args.updates) for m in ("dr", "robust_plr") for n in args.lanes.split(",")]
-    result = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-                         f"{jax.default_backend()}", "sizes": SIZES, "rows": rows}
+    rows = [lane_cost(m, int(n), args.updates, args.table5) for m in args.methods.split(",")
+            for n in args.lanes.split(",")]
+    result = {"machine": f"{cpu_model()}, {os.cpu_count()} cores, {jax.devices()[0].device_kind}",
+              "sizes": "Table 5 (the presets')" if args.table5 else SIZES, "rows": rows}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

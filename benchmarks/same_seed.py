@@ -1,9 +1,10 @@
-"""Same seed, same metrics: record every PLR-family method's logged rows at a small size, and compare
+"""Same seed, same metrics: record every method's logged rows at a small size, and compare
 two recordings (before and after a refactor that must not change what a run computes).
 
     python benchmarks/same_seed.py record before.json            # at the old commit
     python benchmarks/same_seed.py record after.json             # at the new one
     python benchmarks/same_seed.py compare before.json after.json
+    python benchmarks/same_seed.py record after.json dr,sfl     # some cases only
 
 Each case is a short run through the training loop (`minimax.training.loop.train`): one seed and
 two vmapped seeds, a finite training set with the proportionate schedule, ACCEL's hard criterion,
@@ -35,6 +36,10 @@ CASES = {
     "parallel_accel_easy": dict(method="parallel_accel", mutation_criterion="easy", mutation_subsample=2),
     "plr_pace": dict(method="plr", score_function="pace"),
     "accel_no_replacement": dict(method="accel", replay_with_replacement=False, min_fill_ratio=0.5),
+    # The other methods at their defaults (issue "Hyperparameters as data": their traced options became data).
+    **{m: dict(method=m) for m in ("dr", "sfl", "ncc", "cenie", "accel_cenie", "traced", "remidi")},
+    **{m: dict(method=m, teacher_n_walls=3) for m in ("paired", "pop_paired", "minimax_adversary")},
+    "dr_2seeds": dict(method="dr", num_seeds=2),
 }
 TWO_DEVICES = {
     **{f"{m}_2dev": dict(method=m, devices=2) for m in METHODS},
@@ -54,10 +59,12 @@ def run_case(name: str, options: dict, out_dir: str) -> list[dict]:
     return [{k: v for k, v in r.items() if k not in ("time_s", "sps")} for r in rows]
 
 
-def record(path: str) -> None:
-    """Every case's rows into `path`, written after each case; cases already in `path` are kept (a rerun
-    finishes an interrupted recording)."""
+def record(path: str, only: str = "") -> None:
+    """Every case's rows (or those of the comma-separated `only`) into `path`, written after each case; cases
+    already in `path` are kept (a rerun finishes an interrupted recording)."""
     cases = dict(CASES, **(TWO_DEVICES if jax.device_count() >= 2 else {}))
+    if only:
+        cases = {n: cases[n] for n in only.split(",")}
     out = {}
     if os.path.exists(path):
         with open(path) as f:

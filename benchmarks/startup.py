@@ -16,12 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from machine import cpu_model
 
 TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_actions=3, recurrent_size=16, num_envs=8,
             num_steps=16, n_epochs=2, lr=3e-3, num_updates=2, log_every=2, eval_every=0, checkpoint_every=2,
@@ -62,7 +63,7 @@ def main() -> None:
     args = p.parse_args()
     os.environ["MINIMAX_COMPILE_CACHE"] = "0"
     with tempfile.TemporaryDirectory() as tmp:
-        result = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        result = {"machine": f"{cpu_model()}, {os.cpu_count()} cores",
                   "in_process": in_process(Path(tmp) / "a"), "processes": processes(Path(tmp) / "b")}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")

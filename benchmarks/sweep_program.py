@@ -21,11 +21,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from machine import cpu_model
 
 SIZES = ["--maze-height", "13", "--maze-width", "13", "--num-envs", "8", "--num-steps", "64", "--recurrent-size", "32",
          "--num-updates", "20", "--log-every", "5", "--eval-every", "0", "--checkpoint-every", "20", "--no-progress"]
@@ -58,7 +59,7 @@ def main() -> None:
     sizes = SIZES + (PLR_SIZES if args.preset != "dr" else [])
     grid = ["--preset", args.preset, "--grid", "lr=" + ",".join(LRS), "--seeds", "0-1"]
     result = {"preset": args.preset, "points": len(LRS), "seeds": 2, "sizes": " ".join(sizes),
-              "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores", "wall_s": {},
+              "machine": f"{cpu_model()}, {os.cpu_count()} cores", "wall_s": {},
               "per_lane_update_s": {}}
     for way in ("group", "one_by_one", "processes"):
         where = out / "runs" / args.preset / way

@@ -15,7 +15,7 @@ from minimax.config.hyperparams import hp_arrays, hyperparams, static_part, trac
 from minimax.training.devices import plan_layout
 from minimax.training.loop import train
 from minimax.training.make_train import make_train
-from minimax.training.programs import program_key, programs
+from minimax.training.programs import forget_programs, program_key, programs
 from minimax.training.run_logs import read_rows
 from run_helpers import TINY, tiny, without_timing
 
@@ -65,6 +65,7 @@ def test_bad_points_are_refused_before_anything_is_traced():
 
 def test_a_resume_and_another_learning_rate_in_the_same_process_compile_nothing(tmp_path, capsys):
     cfg = tiny(tmp_path, **{**SMALL, "out_dir": str(tmp_path)}, run_name="first")
+    forget_programs()  # another test of this worker may have run this shape
     train(cfg)
     assert "compiled a chunk" in capsys.readouterr().err
     kept = programs(cfg, plan_layout(cfg.seed_list, devices=1))
@@ -109,3 +110,68 @@ def test_a_sweep_is_one_program_whose_points_are_their_lone_runs(tmp_path, capsy
     sweep(["--grid", "n_epochs=1,2", "--seeds", "0", "--out-dir", str(tmp_path / "static"), *rest])
     err = capsys.readouterr().err
     assert "as one program" not in err and err.count("training ") == 2
+
+
+@pytest.mark.slow  # three pairs of programs, about 30 s each on 2 busy cores (the default run leaves it out)
+@pytest.mark.parametrize("method", ["robust_plr", "accel", "paired"])
+def test_a_group_point_logs_its_lone_runs_rows(tmp_path, method):
+    """`train_group` of two points (a traced option each method reads) x 1 seed: each point's rows are its lone
+    run's (a 2-lane program against an unvmapped one: floats to the last bits)."""
+    from minimax.training.group import train_group  # noqa: PLC0415
+
+    own = {"robust_plr": ("replay_prob", 0.8), "accel": ("staleness_coef", 0.5), "paired": ("teacher_lr", 3e-4)}
+    extra = dict(teacher_n_walls=3) if method == "paired" else dict(buffer_size=16, min_fill_ratio=0.25)
+    option, value = own[method]
+    base = TrainConfig.from_options(**{**SMALL, "checkpoint_every": 2}, method=method, **extra)
+    points = [base.replace(out_dir=str(tmp_path / "group"), run_name=f"p{i}", **{option: v})
+              for i, v in enumerate((base.options()[option], value))]
+    train_group(points)
+    for point in points:
+        train(point.replace(out_dir=str(tmp_path / "alone")))
+        ours = without_timing(read_rows(point.run_dir))
+        theirs = without_timing(read_rows(tmp_path / "alone" / point.run_name))
+        assert len(ours) == len(theirs) == 2 and all("seed" not in r for r in ours)
+        for a, b in zip(ours, theirs):
+            assert a.keys() == b.keys()
+            for k, v in a.items():
+                close = v == pytest.approx(b[k], rel=1e-3, abs=1e-5) if isinstance(v, float) else v == b[k]
+                assert close, (point.run_name, k, v, b[k])
+        assert sorted(p.name for p in (point.run_dir / "checkpoints").iterdir()) == ["2"]
+
+
+def test_the_persistent_cache_is_on_unless_asked_off(monkeypatch, capsys):
+    from minimax.training.programs import default_cache_dir, enable_compile_cache  # noqa: PLC0415
+
+    here = jax.config.jax_compilation_cache_dir  # the suite's (conftest): kept, as a user's own setting is
+    assert enable_compile_cache() == here and enable_compile_cache() == here
+    assert capsys.readouterr().err.count(f"compilation cache: {here}") <= 1  # said once per process
+    assert enable_compile_cache(False) is None
+    monkeypatch.setenv("MINIMAX_COMPILE_CACHE", "0")
+    assert enable_compile_cache() is None and jax.config.jax_compilation_cache_dir == here
+    monkeypatch.setenv("XDG_CACHE_HOME", "/somewhere")
+    assert str(default_cache_dir()) == "/somewhere/minimax/jax"
+
+
+def _methods():
+    from minimax.core.methods import method_names  # noqa: PLC0415
+
+    return method_names()
+
+
+@pytest.mark.parametrize("method", _methods())
+def test_a_state_is_made_without_reading_a_traced_value(method):
+    """A program's states come from the `init` of the runner it was first built with (`programs.Programs`), whatever
+    a later run's traced values: so no `init` may read one (traced: its jaxpr never uses an `hp` input)."""
+    from minimax.training.builder import build_runner  # noqa: PLC0415
+
+    extra = dict(teacher_n_walls=3) if method in ("paired", "pop_paired", "minimax_adversary") else {}
+    cfg = TrainConfig.from_options(**SMALL, method=method, **extra)
+    hp = hp_arrays(cfg)
+    jaxpr = jax.make_jaxpr(lambda hp: build_runner(cfg, hp=hp).init(jax.random.key(0)))(hp).jaxpr
+    needed = {id(v) for v in jaxpr.outvars}  # what the state depends on: a backward slice (sub-programs whole)
+    for eqn in reversed(jaxpr.eqns):
+        if any(id(v) in needed for v in eqn.outvars):
+            needed |= {id(v) for v in eqn.invars}
+    names = [jax.tree_util.keystr(path) for path, _ in jax.tree_util.tree_flatten_with_path(hp)[0]]
+    read = [name for name, var in zip(names, jaxpr.invars) if id(var) in needed]
+    assert not read, read

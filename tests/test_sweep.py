@@ -54,3 +54,14 @@ def test_a_sweep_trains_each_point_once_and_resumes(tmp_path):
     assert all([x["update"] for x in v] == [1, 1, 1, 2, 2, 2] for v in rows.values())  # seeds 0, 1, mean
     main(args)  # nothing left to train: the logs are as they were
     assert {r: read_rows(tmp_path / r) for r in runs} == rows
+
+
+def test_a_group_splits_into_programs_of_at_most_max_lanes():
+    from types import SimpleNamespace
+
+    from minimax.cli.sweep import split_lanes
+
+    points = [SimpleNamespace(seed_list=[0, 1], name=i) for i in range(5)]
+    assert [[p.name for p in part] for part in split_lanes(points, 4)] == [[0, 1], [2, 3], [4]]
+    assert [[p.name for p in part] for part in split_lanes(points, 3)] == [[0], [1], [2], [3], [4]]
+    assert split_lanes(points, 0) == [points]

@@ -172,11 +172,16 @@ def parse_args(argv: list[str]):
     p.add_argument("--one-by-one", action="store_true", help="train every point in a program of its own, one "
                    "after another (default: the points that differ only in traced options, `train.py --help` lists "
                    "them, train as one vmapped program of points x seeds lanes)")
+    p.add_argument("--max-lanes", type=int, default=0, help="at most this many lanes (points x seeds) in one "
+                   "program; a larger group is split into programs of consecutive points (0: no limit; for a "
+                   "device whose memory holds fewer runs)")
     p.add_argument("--no-compile-cache", action="store_true", help="leave XLA's persistent compilation cache off")
     add_arguments(p)
     args, passthrough = p.parse_known_args(argv)
     cluster = from_arguments(args)
     check_cluster(cluster)
+    if args.max_lanes < 0:
+        raise ConfigError(f"--max-lanes must be >= 0 (0: no limit), got {args.max_lanes}")
     if not args.grid and not args.grid_file:
         raise ConfigError("give --grid OPTION=V1,V2 (repeatable) or --grid-file")
     if cluster.jobs:
@@ -223,10 +228,19 @@ def program_groups(configs) -> list[list]:
     return list(groups.values())
 
 
-def train_points(configs, passthrough: list[str], one_by_one: bool = False) -> None:
+def split_lanes(group: list, max_lanes: int) -> list[list]:
+    """`group` in consecutive parts of at most `max_lanes` lanes (points x seeds; 0: one part), at least one
+    point each."""
+    if not max_lanes:
+        return [group]
+    size = max(1, max_lanes // len(group[0].seed_list))
+    return [group[i:i + size] for i in range(0, len(group), size)]
+
+
+def train_points(configs, passthrough: list[str], one_by_one: bool = False, max_lanes: int = 0) -> None:
     """Train (or resume) every point: each group of points that share a program as one vmapped program
-    (`training/group.py`), the others one after another (their programs kept in the process: a point
-    traces only when its static part is new)."""
+    (`training/group.py`; at most `max_lanes` lanes a program), the others one after another (their programs
+    kept in the process: a point traces only when its static part is new)."""
     from minimax.training.cli import parse_config  # noqa: PLC0415
     from minimax.training.group import can_group, train_group  # noqa: PLC0415
     from minimax.training.loop import train  # noqa: PLC0415
@@ -237,7 +251,7 @@ def train_points(configs, passthrough: list[str], one_by_one: bool = False) -> N
         return parse_config(["--resume", "--out-dir", str(cfg.run_dir.parent), "--run-name", cfg.run_dir.name,
                              *passthrough])
 
-    for group in program_groups(configs):
+    for group in (part for whole in program_groups(configs) for part in split_lanes(whole, max_lanes)):
         group = [resumed(cfg) for cfg in group]
         why = "--one-by-one" if one_by_one else can_group(group)
         if not why:
@@ -272,7 +286,7 @@ def main(argv: list[str] | None = None) -> None:
         if cluster.jobs:
             return train_in_jobs(runs, configs, passthrough, cluster, Path(args.out_dir))
         enable_compile_cache(not args.no_compile_cache)
-        train_points(configs, passthrough, one_by_one=args.one_by_one)
+        train_points(configs, passthrough, one_by_one=args.one_by_one, max_lanes=args.max_lanes)
     except (ConfigError, RunError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None

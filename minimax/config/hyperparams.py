@@ -6,8 +6,8 @@ the score function, booleans that pick code) or **traced** (`Traced[float]` on i
 values travel as `hp`, `{option: float32 array}` by flat option name, beside the run state: the
 compiled chunk is `(state, ahead, hp) -> (state, metrics)` and builds its runner from
 `traced_view(cfg, hp)`, the config with those fields holding the program's inputs instead of
-constants. So one program serves every value of them: `static_part(cfg)` (the config with its traced
-options at their defaults) is what keys a program, and a sweep over traced options is one `vmap`.
+constants. So one program serves every value of them: `static_part(cfg)` (the config's static options)
+is what keys a program, and a sweep over traced options is one `vmap`.
 
 - `hyperparams(cfg)`: the run's traced values (`{option: float}`, the options of the groups the run
   reads), what `hp` holds for it.
@@ -52,16 +52,13 @@ def hyperparams(cfg) -> dict[str, float]:
     return {n: float(getattr(getattr(cfg, OPTIONS[n][0]), OPTIONS[n][1])) for n in run_traced_options(cfg)}
 
 
-def static_part(cfg):
-    """`cfg` with every traced option at its group's default: equal for two configs exactly when one
-    compiled program serves both (with the same run shape)."""
-    defaults = {}
-    for n in traced_options():
-        group, field = OPTIONS[n]
-        default = next(f.default for f in dataclasses.fields(GROUPS[group]) if f.name == field)
-        if getattr(getattr(cfg, group), field) != default:
-            defaults[n] = default
-    return cfg.replace(**defaults) if defaults else cfg
+def static_part(cfg, leave_out=()) -> tuple:
+    """`cfg`'s static options as a hashable `((option, value), ...)` (sorted; `leave_out`: options not to
+    count): equal for two configs exactly when one compiled program serves both (with the same run shape).
+    Read off the options, not built as a config: a config's checks across options could refuse the traced
+    options' defaults beside this run's static values."""
+    skip = set(traced_options()) | set(leave_out)
+    return tuple(sorted((n, v) for n, v in cfg.options().items() if n not in skip))
 
 
 def check_point(cfg, point: dict, where: str = ""):

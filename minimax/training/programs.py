@@ -6,7 +6,8 @@ the chunk's length and the backend. `programs(cfg, layout)` returns the process'
 key, made on first use and kept: a resume, another seed list of the same size, another learning rate,
 `reproduce`'s next run, a sweep's next point or a notebook's second `train()` neither traces nor lowers
 again, and `init` (with it the optimiser's and model's static objects, which are part of the state's
-pytree structure and so of what a compiled program accepts) is shared too.
+pytree structure and so of what a compiled program accepts) is shared too: a method's `init` reads no traced
+value (`tests/test_hyperparams.py` checks every method), so the first run's runner makes every later run's state.
 
 Across processes, XLA's persistent compilation cache skips the compile step (not tracing): it is on by
 default in the user's cache directory (`enable_compile_cache`; `--no-compile-cache` or
@@ -39,16 +40,10 @@ count and the devices are the layout's): left out of a program's key."""
 def program_key(cfg: TrainConfig, layout: DeviceLayout) -> tuple:
     """What one compiled chunk serves: the static part of `cfg` without its host options (and without
     `--num-updates` unless the learning rate anneals over it), the layout, the backend and jax."""
-    base = static_part(cfg)
-    ours, defaults = base.options(), TrainConfig().options()
-    host = {n: defaults[n] for n in HOST_OPTIONS if ours[n] != defaults[n]}
-    if not base.ppo.anneal_lr and ours["num_updates"] != defaults["num_updates"]:
-        host["num_updates"] = defaults["num_updates"]
-    if host:
-        base = base.replace(**host)
+    host = HOST_OPTIONS if cfg.ppo.anneal_lr else HOST_OPTIONS + ("num_updates",)
     devices = None if layout.mesh is None else tuple(d.id for d in layout.mesh.devices.flat)
-    return (base, len(layout.seeds), layout.seed_devices, layout.data_devices, devices, jax.default_backend(),
-            jax.__version__)
+    return (static_part(cfg, leave_out=host), len(layout.seeds), layout.seed_devices, layout.data_devices, devices,
+            jax.default_backend(), jax.__version__)
 
 
 class Programs:
