@@ -109,14 +109,14 @@ def make_optimizer(cfg: PPOConfig) -> optax.GradientTransformation:
     return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), step)
 
 
-def apply_gradients(train_state: TrainState, grads, cfg: PPOConfig) -> TrainState:
-    """`train_state.apply_gradients(grads)` with the optimiser of `cfg`, not the one stored in the state.
+def apply_with(tx: optax.GradientTransformation, train_state: TrainState, grads) -> TrainState:
+    """`train_state.apply_gradients(grads)` with the optimiser `tx`, not the one stored in the state.
 
     The state's `tx` is a static field, made at `init` from the config's values; inside a program whose
     learning rate, clipping norm or Adam epsilon are traced (`config/hyperparams.py`) the optimiser must
     be made from the traced config. Both have the same state structure (`opt_state`), which is all the
     stored one contributes; with the same values the update is the same."""
-    updates, opt_state = make_optimizer(cfg).update(grads, train_state.opt_state, train_state.params)
+    updates, opt_state = tx.update(grads, train_state.opt_state, train_state.params)
     return train_state.replace(step=train_state.step + 1, params=optax.apply_updates(train_state.params, updates),
                                opt_state=opt_state)
 
@@ -246,7 +246,7 @@ def ppo_update(key, train_state: TrainState, batch: PPOBatch, cfg: PPOConfig, sh
             grads, stats = shard.mean((grads, stats))
             stats["grad_norm"] = optax.tree.norm(grads)
             stats["learning_rate"] = learning_rate_schedule(cfg)(train_state.step)
-            return apply_gradients(train_state, grads, cfg), stats
+            return apply_with(make_optimizer(cfg), train_state, grads), stats
 
     perms = jax.vmap(lambda k: jax.random.permutation(k, n_envs))(jax.random.split(key, cfg.n_epochs))
     slices = perms.reshape(cfg.n_epochs * cfg.n_minibatches, mb_size)

@@ -37,14 +37,10 @@ def traced_options() -> tuple[str, ...]:
     return tuple(n for n, (g, f) in OPTIONS.items() if g is not None and f in traced_fields(GROUPS[g]))
 
 
-def _read(cfg, method: str, env: str) -> tuple[str, ...]:
-    declared = declared_groups(method, env)
-    return tuple(n for n in traced_options() if declared is None or OPTIONS[n][0] in declared)
-
-
 def run_traced_options(cfg) -> tuple[str, ...]:
     """The traced options `cfg`'s run reads (those of its declared groups)."""
-    return _read(cfg, cfg.method, cfg.env.env_name)
+    declared = declared_groups(cfg.method, cfg.env.env_name)
+    return tuple(n for n in traced_options() if declared is None or OPTIONS[n][0] in declared)
 
 
 def hyperparams(cfg) -> dict[str, float]:
@@ -61,14 +57,13 @@ def static_part(cfg, leave_out=()) -> tuple:
     return tuple(sorted((n, v) for n, v in cfg.options().items() if n not in skip))
 
 
-def check_point(cfg, point: dict, where: str = ""):
+def check_point(cfg, point: dict):
     """`cfg` with the options of `point` (`{option: value}`), checked as any config is; a bad value is a
-    `ConfigError` naming the point (`where`, or its values)."""
+    `ConfigError` naming the point by its values."""
     try:
         return cfg.replace(**point)
     except ConfigError as err:
-        name = where or ", ".join(f"{k}={v}" for k, v in point.items())
-        raise ConfigError(f"sweep point {name}: {err}") from None
+        raise ConfigError(f"sweep point {', '.join(f'{k}={v}' for k, v in point.items())}: {err}") from None
 
 
 def hp_arrays(cfg, points: list[dict] | None = None, repeat: int = 1) -> dict:

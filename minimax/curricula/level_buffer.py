@@ -219,9 +219,7 @@ def fill_ratio(buffer: LevelBuffer) -> jax.Array:
 
 
 def _blend(old, observed, alpha):
-    """`(1 - alpha) old + alpha observed`, exactly `observed` at alpha 1 (a traced alpha too)."""
-    if isinstance(alpha, (int, float)):
-        return observed if alpha == 1.0 else (1 - alpha) * old + alpha * observed
+    """`(1 - alpha) old + alpha observed`, exactly `observed` at alpha 1 (a constant or a traced alpha)."""
     return jnp.where(alpha == 1.0, observed, (1 - alpha) * old + alpha * observed)
 
 

@@ -148,9 +148,7 @@ def novelty_weights(regret_scores, novelty, filled, alpha: float, transform: str
     """float32[K]: CENIE's score part of the replay distribution, `alpha P_N + (1 - alpha) P_R`, each the
     buffer's score transform (rank by default) of the novelty and of the regret scores over the filled slots."""
     weights = lambda v: transform_weights(v, filled, transform, temperature, eps, top_k, rank_ties)  # noqa: E731
-    if isinstance(alpha, (int, float)):
-        if alpha == 0:
-            return weights(regret_scores)
-        return alpha * weights(novelty) + (1 - alpha) * weights(regret_scores)
-    mixed = alpha * weights(novelty) + (1 - alpha) * weights(regret_scores)  # a traced alpha (hyperparams.py)
-    return jnp.where(alpha == 0, weights(regret_scores), mixed)
+    if isinstance(alpha, (int, float)) and alpha == 0:  # a constant 0: no novelty transform to compute
+        return weights(regret_scores)
+    mixed = alpha * weights(novelty) + (1 - alpha) * weights(regret_scores)
+    return jnp.where(alpha == 0, weights(regret_scores), mixed)  # a traced alpha may be 0 (hyperparams.py)

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import optax
 from flax.training.train_state import TrainState
 
+from minimax.agents.ppo import apply_with
 from minimax.models.recurrent import LSTM
 
 
@@ -94,10 +95,7 @@ def score_and_step(state: TrainState, model: TransitionModel, x, a, reset, dones
 
     (loss, (per_level, count)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
     grads = jax.tree.map(reduce, grads)
-    if lr is None:
-        return state.apply_gradients(grads=grads), per_level, count, loss
-    updates, opt_state = transition_optimizer(lr).update(grads, state.opt_state, state.params)
-    state = state.replace(step=state.step + 1, params=optax.apply_updates(state.params, updates), opt_state=opt_state)
+    state = state.apply_gradients(grads=grads) if lr is None else apply_with(transition_optimizer(lr), state, grads)
     return state, per_level, count, loss
 
 

@@ -8,6 +8,7 @@ are passed through as they are; the builder only adds what is derived from the w
 
 from __future__ import annotations
 
+import copy
 import functools
 
 import jax
@@ -116,30 +117,61 @@ class RunParts:
 
     def __init__(self, cfg: TrainConfig, levels: LevelSet | None, shard: Shard):
         self.cfg, self.levels, self.shard, self.spec = cfg, levels, shard, env_spec(cfg)
+        self._made: dict = {}  # the generator and mutator: static options only, shared with `with_hp`'s copies
+
+    @property
+    def generator(self):
+        """The run's levels: `--train-level-file`'s, else the environment's generator, jitted (`level_generator`)."""
+        if "generator" not in self._made:
+            self._made["generator"] = self.levels if self.levels is not None else level_generator(self.cfg)
+        return self._made["generator"]
 
     @functools.cached_property
     def args(self) -> tuple:
         """`(env, env_params, generator, model, ppo, num_envs, num_steps)`, the runners' common head."""
         cfg = self.cfg
-        generator = self.levels if self.levels is not None else level_generator(cfg)
-        return make_env(cfg), env_params(cfg), generator, make_model(cfg), ppo_config(cfg), cfg.num_envs, cfg.num_steps
+        return make_env(cfg), env_params(cfg), self.generator, make_model(cfg), ppo_config(cfg), cfg.num_envs, \
+            cfg.num_steps
 
     def mutator(self):
         """The run's mutator, jitted as the generator is (`level_generator`): traced once, not per cycle trace."""
-        return jax.jit(self.spec.make_mutator(self.cfg.mutation.mutator, self.cfg.mutation.n_mutations))
+        if "mutator" not in self._made:
+            self._made["mutator"] = jax.jit(self.spec.make_mutator(self.cfg.mutation.mutator,
+                                                                   self.cfg.mutation.n_mutations))
+        return self._made["mutator"]
+
+    def with_hp(self, hp: dict) -> "RunParts":
+        """These parts with `hp`'s values in the config's traced fields (inside a program: `config/hyperparams.py`).
+        The generator and mutator read static options only and are shared with the copy: a jitted function keeps
+        its traces, so the chunks of every length (and `make_train`'s) trace them once, as one runner did when
+        the values were constants (Kinetix's sampler: tens of seconds a trace)."""
+        out = copy.copy(self)
+        out.cfg = traced_view(self.cfg, hp)
+        out.__dict__.pop("args", None)
+        return out
+
+
+def run_parts(cfg: TrainConfig, shard: Shard = NO_SHARD) -> RunParts:
+    """The parts of `cfg`'s runner for one seed (`--train-level-file`'s levels read here, once); `shard`: its
+    device's part of a data-parallel mesh."""
+    cfg, levels = with_level_file(cfg)
+    return RunParts(cfg, levels, shard)
+
+
+def runner_from(parts: RunParts, hp: dict | None = None):
+    """The runner its registered method builds from `parts`; with `hp` (inside a program), from
+    `parts.with_hp(hp)`. A runner built with `hp` steps a state; the state is made by `init` of one built
+    without (its optimiser's static parts must not hold a program's inputs)."""
+    method = get_method(parts.cfg.method)
+    if not hp:
+        return method.build(parts)
+    with checks_deferred():  # the values are tracers; `hp_arrays` checked them
+        return method.build(parts.with_hp(hp))
 
 
 def build_runner(cfg: TrainConfig, shard: Shard = NO_SHARD, hp: dict | None = None):
-    """The runner of `cfg` for one seed (its registered method's `build`); `shard`: its device's
-    part of a data-parallel mesh; `hp` (inside a program): the traced options' values, which replace
-    `cfg`'s (`config/hyperparams.py`). A runner built with `hp` steps a state; the state is made by
-    `init` of one built without (its optimiser's static parts must not hold a program's inputs)."""
-    method = get_method(cfg.method)
-    cfg, levels = with_level_file(cfg)
-    if not hp:
-        return method.build(RunParts(cfg, levels, shard))
-    with checks_deferred():  # the values are tracers; `hp_arrays` checked them
-        return method.build(RunParts(traced_view(cfg, hp), levels, shard))
+    """The runner of `cfg` for one seed (`run_parts`, `runner_from`)."""
+    return runner_from(run_parts(cfg, shard), hp)
 
 
 def device_layout(cfg: TrainConfig) -> DeviceLayout:

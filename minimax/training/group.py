@@ -24,11 +24,12 @@ import numpy as np
 
 from minimax.config import TrainConfig
 from minimax.config.hyperparams import hp_arrays, hyperparams
-from minimax.core.metrics import RUN_TOTALS, log_columns, mean_row
+from minimax.core.metrics import RUN_TOTALS, mean_row
 from minimax.training.builder import build_runner, env_spec, make_evaluator
 from minimax.training.checkpoint import Checkpointer
 from minimax.training.devices import DeviceLayout, committed, plan_layout
-from minimax.training.loop import _Loop, _sync, _train, all_params_finite, seed_keys, start_state
+from minimax.training.budget import STALLED
+from minimax.training.loop import _Loop, _sync, _train, all_params_finite, open_logger, seed_keys, start_state
 from minimax.training.programs import program_key, programs
 from minimax.training.run_dirs import RunError, missing_dirs, prepare_run_dir, remove_unkept
 from minimax.training.run_lock import RunLock
@@ -131,18 +132,10 @@ class _GroupLoop(_Loop):
 
     def open_logger(self) -> _FanOut:
         metrics = dict(self.program(self.next_length()).out_info[1])
-        metrics.pop("stalled")
-        one = {k: jax.ShapeDtypeStruct(v.shape[1:], v.dtype) for k, v in metrics.items()}
-        columns = log_columns(one, self.evaluator.metric_names if self.evaluator else (), self.seeds > 1,
-                              env_spec(self.cfg).binary_outcome)
-        loggers = []
-        for c, d in zip(self.cfgs, self.run_dirs):
-            logger = RunLogger(d, columns, wandb_config=c.to_dict() if c.wandb else None,
-                               wandb_project=c.wandb_project, run_name=c.name, resume=c.resume)
-            if c.resume:
-                logger.truncate_after(self.update)
-            loggers.append(logger)
-        return _FanOut(loggers, self.seeds)
+        metrics.pop(STALLED)
+        point = plan_layout(self.cfg.seed_list, devices=1)  # the columns of a lone run of a point's seeds
+        return _FanOut([open_logger(c, d, metrics, self.evaluator, point, self.update)
+                        for c, d in zip(self.cfgs, self.run_dirs)], self.seeds)
 
     def save_checkpoint(self) -> None:
         s = self.seeds

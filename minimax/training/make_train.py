@@ -44,7 +44,7 @@ from minimax.config import ConfigError, TrainConfig
 from minimax.config.hyperparams import hp_arrays
 from minimax.runners.rollout import typed_key
 from minimax.training.budget import COUNTER, make_chunk, unit_size
-from minimax.training.builder import build_runner
+from minimax.training.builder import run_parts, runner_from
 from minimax.training.devices import split_seed_key
 
 
@@ -52,16 +52,17 @@ def make_train(config: TrainConfig):
     """`train(key, hp=None) -> {"runner_state", "metrics"}` for one seed of `config` (see the module
     docstring); `train.runner` and `train.config` are the runner it drives and its config,
     `train.hyperparams` the traced options' values it uses when `hp` is None."""
-    runner = build_runner(config)
+    parts = run_parts(config)
+    runner = runner_from(parts)
     budget, total, every = config.budget, config.num_updates, max(1, min(config.log_every, config.num_updates))
     chunks, rest = divmod(total, every)
     counter, size = COUNTER[budget], unit_size(budget, runner)
     defaults = hp_arrays(config)
 
-    def run_chunk(state, ahead, hp, length: int):
-        """`length` units from `ahead` (counter units past the chunk's start, `make_chunk`), and
-        the next chunk's `ahead`, as the loop computes it from its counters."""
-        state, metrics = make_chunk(build_runner(config, hp=hp), length, budget)(state, ahead)
+    def run_chunk(stepper, state, ahead, length: int):
+        """`length` units from `ahead` (counter units past the chunk's start, `make_chunk`) with the runner
+        `stepper` (built from `hp`), and the next chunk's `ahead`, as the loop computes it from its counters."""
+        state, metrics = make_chunk(stepper, length, budget)(state, ahead)
         return state, ahead + jnp.sum(metrics[counter]).astype(jnp.int32) - length * size, metrics
 
     def train(key, hp=None):
@@ -69,18 +70,18 @@ def make_train(config: TrainConfig):
         if unknown:
             raise ConfigError(f"make_train: hp names {', '.join(unknown)}, not a traced option of this run "
                               f"(traced: {', '.join(defaults)})")
-        hp = {**defaults, **(hp or {})}
+        stepper = runner_from(parts, {**defaults, **(hp or {})})
         init_key, _ = split_seed_key(typed_key(key))
         state, ahead = runner.init(init_key), jnp.zeros((), jnp.int32)
 
         def body(carry, _):
-            state, ahead, metrics = run_chunk(*carry, hp, every)
+            state, ahead, metrics = run_chunk(stepper, *carry, every)
             return (state, ahead), metrics
 
         (state, ahead), metrics = jax.lax.scan(body, (state, ahead), None, length=chunks)
         metrics = jax.tree.map(lambda x: x.reshape((chunks * every,) + x.shape[2:]), metrics)
         if rest:
-            state, _, last = run_chunk(state, ahead, hp, rest)
+            state, _, last = run_chunk(stepper, state, ahead, rest)
             metrics = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), metrics, last)
         return {"runner_state": state, "metrics": metrics}
 

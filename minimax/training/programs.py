@@ -27,7 +27,7 @@ import jax
 from minimax.config import TrainConfig
 from minimax.config.hyperparams import static_part
 from minimax.training.budget import LABEL, make_chunk
-from minimax.training.builder import build_runner
+from minimax.training.builder import run_parts, runner_from
 from minimax.training.devices import DeviceLayout, distribute_init, distribute_step
 
 HOST_OPTIONS = ("run_name", "out_dir", "resume", "overwrite", "preset", "progress", "wandb", "wandb_project",
@@ -52,17 +52,18 @@ class Programs:
 
     def __init__(self, cfg: TrainConfig, layout: DeviceLayout):
         self.cfg, self.layout = cfg, layout
-        self.runner = build_runner(cfg, layout.shard)
+        self.parts = run_parts(cfg, layout.shard)
+        self.runner = runner_from(self.parts)
         self.init = jax.jit(distribute_init(self.runner, layout))
         self.chunks: dict[int, object] = {}
         self.compile_seconds = 0.0
 
     def chunk_function(self, length: int):
         """`(state, ahead, hp) -> (state, metrics)` for every seed on every device, uncompiled."""
-        cfg, shard = self.cfg, self.layout.shard
+        parts, budget = self.parts, self.cfg.budget
 
         def chunk(state, ahead, hp):
-            return make_chunk(build_runner(cfg, shard, hp), length, cfg.budget)(state, ahead)
+            return make_chunk(runner_from(parts, hp), length, budget)(state, ahead)
         return distribute_step(chunk, self.runner, self.layout, with_hp=True)
 
     def chunk(self, length: int, state, ahead, hp, announce: bool = True):
