@@ -64,31 +64,94 @@ def compilation_cache(tmp_path_factory):
 
 def pytest_addoption(parser):
     parser.addoption("--slow", action="store_true",
-                     help="also run the tests marked slow (end-to-end checks of over ~20 s each)")
+                     help="also run the e2e tier (CLI, faults, cluster, multi-process, multi-device, reference)")
 
 
+TIERS = ("unit", "contract", "e2e")
+"""The suite's tiers (issue 69), one per test:
+- `unit`: no training program (no runner is built: `no_runner_in_unit_tests` makes building one fail there);
+- `contract`: a method's or environment's training program at its tiny size (`tests/run_helpers.py`), shared
+  by the tests of that method where they can share it;
+- `e2e`: the command line, faults, the cluster, several processes or devices, the bigger end-to-end runs,
+  and the `reference` comparisons that run the authors' code live (gymnax, jaxmarl, Kinetix, ReMiDi's wrapper).
+The README's command runs unit + contract; `--slow` runs every tier (CI's floor leg); `-m unit` (`contract`,
+`e2e`, `reference`) runs one. A file marks its tier (`pytestmark`) or a test does; unmarked tests are unit."""
+
+
+def tier_of(item) -> str:
+    if item.get_closest_marker("e2e") or item.get_closest_marker("reference"):
+        return "e2e"
+    return "contract" if item.get_closest_marker("contract") else "unit"
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` reads the markers and before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
-    """Leave out the `slow` tests unless asked: `--slow`, a `-m` expression (`-m slow`), or a test
-    file named on the command line (`tests/test_scale.py`, or a node id in it), whose tests all run. The
-    default run is the README's test command, which the guide keeps under 10 minutes on 2 cores;
-    the slow checks (end-to-end runs, the multi-device and multi-process ones) take another ~15
-    (857 s on their own, 2026-11-28)."""
+    """Mark every test with its tier and its xdist group, then leave out the e2e tier unless asked: `--slow`, a
+    `-m` expression, or a test file named on the command line (`tests/test_scale.py`, or a node id in it),
+    whose tests all run.
+
+    Groups (`--dist loadgroup`, pyproject.toml): a test's own `xdist_group` (the tests of one method's canonical
+    program: one worker compiles it, and its tests read it there), else its file's, so that a file's
+    module-level caches stay in one process, as `--dist loadfile` kept them."""
+    for item in items:
+        tier = tier_of(item)
+        if not item.get_closest_marker(tier):
+            item.add_marker(tier)
+        if not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(os.path.basename(item.path)))
     if config.getoption("--slow") or config.option.markexpr:
         return
     files = (arg.split("::")[0] for arg in config.args)
     named = {os.path.realpath(path) for path in files if path.endswith(".py")}
-    keep, slow = [], []
+    keep, left_out = [], []
     for item in items:
-        left_out = item.get_closest_marker("slow") and os.path.realpath(item.path) not in named
-        (slow if left_out else keep).append(item)
-    if slow:
-        config.hook.pytest_deselected(items=slow)
+        out = tier_of(item) == "e2e" and os.path.realpath(item.path) not in named
+        (left_out if out else keep).append(item)
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
         items[:] = keep
+
+
+@pytest.fixture(scope="module", autouse=True)
+def registries_restored():
+    """A test module that registers a method, a score or an environment (a user's plugin) leaves the process's
+    registries as it found them, so that no later test in the same worker sees its plugin (`RUNNERS` with an
+    extra method, configs with an extra option group): which tests share a worker is the scheduler's choice."""
+    from minimax.core import methods  # noqa: PLC0415
+    from minimax.curricula import scores  # noqa: PLC0415
+    from minimax.envs import registry  # noqa: PLC0415
+
+    kept = [(table, dict(table)) for table in (methods._METHODS, scores.SCORES, registry._REGISTRY,
+                                               registry._REQUIRES, registry._OPTIONS, registry._LOADED)]
+    yield
+    for table, before in kept:
+        table.clear()
+        table.update(before)
+
+
+@pytest.fixture(autouse=True)
+def no_runner_in_unit_tests(request, monkeypatch):
+    """A unit-tier test that builds a runner (`run_parts`, which every runner, loop and `make_train` starts
+    from) fails, naming the tier to move it to: the tiers stay what they say."""
+    if tier_of(request.node) != "unit":
+        yield
+        return
+    import minimax.training.builder as builder  # noqa: PLC0415
+    import minimax.training.make_train as make_train  # noqa: PLC0415
+    import minimax.training.programs as programs  # noqa: PLC0415
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"{request.node.nodeid} builds a training runner: mark it `contract` (or `e2e`), "
+                             "tests/conftest.py's tiers")
+
+    for module in (builder, make_train, programs):
+        monkeypatch.setattr(module, "run_parts", refuse)
+    yield
 
 
 def pytest_collection_finish(session):
     """Start tests/test_scale.py's multi-device subprocess as soon as collection ends, so it compiles
-    while other tests run, but only when a selected test needs it (a `slow` one: `--slow`) and
+    while other tests run, but only when a selected test needs it (an e2e one: `--slow`) and
     a core would otherwise idle: in a single process. With two or more xdist workers every core is
     busy, and a third process only slows them all (measured on 2 cores: 723 s against 674 s for the
     suite), so the worker that runs tests/test_scale.py starts it on first use."""

@@ -22,6 +22,7 @@ def _stall(self):
     raise BudgetStalled("seed 0 cannot reach update 1")
 
 
+@pytest.mark.contract  # builds a training program (tests/conftest.py's tiers)
 def test_a_run_that_fails_at_start_leaves_nothing_and_the_same_command_runs_again(tmp_path, monkeypatch):
     cfg = tiny(tmp_path / "new" / "runs", **ONE_UPDATE)
     with monkeypatch.context() as m:
@@ -46,6 +47,7 @@ def test_a_run_that_fails_at_start_leaves_nothing_and_the_same_command_runs_agai
     assert [r["update"] for r in read_rows(cfg.run_dir)] == [1]  # a resumed run's directory is never removed
 
 
+@pytest.mark.contract  # builds a training program (tests/conftest.py's tiers)
 def test_a_failed_start_never_removes_a_directory_that_existed(tmp_path, monkeypatch):
     cfg = tiny(tmp_path, overwrite=True, **ONE_UPDATE)
     cfg.run_dir.mkdir(parents=True)

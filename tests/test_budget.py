@@ -22,6 +22,8 @@ from minimax.cli.train import main
 from minimax.training.cli import parse_config
 from run_helpers import tiny, without_timing
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 
 # ----------------------------------------------------------------------------- the loop against the release's
 
@@ -233,7 +235,7 @@ PLR = dict(method="robust_plr", buffer_size=16, replay_prob=0.5, num_steps=32, e
 after a cycle, then about every other cycle trains."""
 
 
-@pytest.mark.slow  # over a minute of compiling and training; the default run leaves it out (--slow)
+@pytest.mark.e2e  # over a minute of compiling and training; the default run leaves it out (--slow)
 def test_robust_plr_seeds_each_make_exactly_their_updates_and_resume_exactly(tmp_path):
     cfg = tiny(tmp_path, **PLR, num_seeds=2, num_updates=6, log_every=3, checkpoint_every=3, run_name="whole")
     train(cfg)
@@ -248,7 +250,7 @@ def test_robust_plr_seeds_each_make_exactly_their_updates_and_resume_exactly(tmp
     assert without_timing(read_rows(split.run_dir)) == without_timing(read_rows(cfg.run_dir))
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_run_that_never_trains_stops_with_an_error_naming_the_options(tmp_path, capsys):
     """Episodes far longer than the rollout: no level is ever scored, the buffer never fills, robust
     PLR never replays. The run stops instead of looping forever."""
@@ -264,7 +266,7 @@ def test_a_run_that_never_trains_stops_with_an_error_naming_the_options(tmp_path
     assert "buffer holds 8 levels" in err and issubclass(BudgetStalled, RuntimeError)
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_runs_saved_before_the_budget_existed_resume_counting_cycles(tmp_path):
     cfg = tiny(tmp_path, **PLR, num_updates=4, log_every=2, checkpoint_every=2, budget="cycles")
     train(cfg)

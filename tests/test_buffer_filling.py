@@ -12,8 +12,10 @@ from minimax.training.loop import train
 from minimax.training.progress import Progress
 from run_helpers import tiny
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_the_progress_line_says_the_buffer_is_filling_until_the_first_update(tmp_path, capsys):
     # --budget cycles: a log row per rollout cycle, so the rows come while the buffer fills.
     cfg = tiny(tmp_path, method="robust_plr", buffer_size=32, budget="cycles", num_updates=2, log_every=1,

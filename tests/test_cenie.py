@@ -17,6 +17,8 @@ from minimax.core.parallel import NO_SHARD
 from minimax.runners.plr_parts import write_slots
 from run_helpers import trains_resumes_and_makes_train
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 
 def _two_clusters(n=200, d=3, seed=0):
     rng = np.random.default_rng(seed)
@@ -140,7 +142,7 @@ def test_the_accel_cenie_preset_is_accel_with_the_papers_novelty_weight():
     assert {k for k in accel if k in ours and ours[k] != accel[k]} == {"preset", "method"}
 
 
-@pytest.mark.slow  # two programs of the loop: about a minute of compiling on 2 cores
+@pytest.mark.e2e  # two programs of the loop: about a minute of compiling on 2 cores
 @pytest.mark.parametrize("method", ["cenie", "accel_cenie"])
 def test_two_vmapped_seeds_train_resume_exactly_and_make_train_runs_them(tmp_path, method):
     cfg = TrainConfig.from_options(**{**SMALL, "method": method}, seeds="0,1", out_dir=str(tmp_path), run_name=method)

@@ -1,5 +1,6 @@
-"""Classic control with physics as levels: gymnax's transitions on designed physics, our time limit
-and flags, generators, mutators, held-out grids, and the MLP student's outputs and distributions."""
+"""Classic control with physics as levels: our time limit and flags, generators, mutators, held-out grids,
+and the MLP student's outputs and distributions. The transitions against gymnax's own step:
+tests/test_classic_reference.py (the `reference` tier)."""
 
 import dataclasses
 import functools
@@ -9,8 +10,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from gymnax.environments.classic_control import cartpole as gx_cartpole
-from gymnax.environments.classic_control import pendulum as gx_pendulum
 from scipy import stats
 
 from minimax.agents.distributions import Categorical, DiagGaussian
@@ -20,6 +19,7 @@ from minimax.envs.classic import (
     make_cartpole_mutator, make_pendulum_generator, make_pendulum_mutator, pendulum_held_out, pendulum_level,
 )
 from minimax.envs.classic import cartpole as cp
+from minimax.envs.classic import dynamics
 from minimax.envs.classic import pendulum as pd
 from minimax.envs.wrappers import GenerateAutoReset, ReplayAutoReset
 from minimax.models.mlp import MLPActorCritic
@@ -42,99 +42,7 @@ def to_np(tree):
     return jax.tree.map(np.asarray, tree)
 
 
-# ------------------------------------------------------------ transitions equal gymnax's
-
-
-@jax.jit
-def cartpole_vs_gymnax(key):
-    """Our step and gymnax's `step_env` on N random (level, state, action): generated physics
-    (plus gymnax's default physics in row 0), states inside and outside the failure thresholds.
-    gymnax's params are built here by hand from the level, independently of `gymnax_params`."""
-    k_lv, k_s, k_a, k_t, k_step = jax.random.split(key, 5)
-    levels = jax.vmap(CARTPOLE_GEN)(jax.random.split(k_lv, N - 1))
-    levels = concat(stack([cartpole_level()]), levels)
-    high = jnp.array([3.0, 2.0, 0.35, 2.5])  # beyond x_threshold 2.4 and theta_threshold 0.21
-    s = jax.random.uniform(k_s, (N, 4), minval=-high, maxval=high)
-    actions = jax.random.randint(k_a, (N,), 0, 2)
-    times = jax.random.randint(k_t, (N,), 0, 400)
-    params = CartPoleParams()
-
-    def ours(key, level, s, a, t):
-        state = CARTPOLE.init_state(level, params)
-        state = state.replace(physics=state.physics.replace(x=s[0], x_dot=s[1], theta=s[2], theta_dot=s[3], time=t))
-        obs, state, reward, done, info = CARTPOLE.step(key, state, a, params)
-        return obs, reward, done, info, state.time
-
-    def theirs(key, level, s, a, t):
-        gp = gx_cartpole.EnvParams(
-            gravity=level.gravity, masscart=level.masscart, masspole=level.masspole,
-            total_mass=level.masscart + level.masspole, length=level.length,
-            polemass_length=level.masspole * level.length, force_mag=level.force_mag)
-        gs = gx_cartpole.EnvState(x=s[0], x_dot=s[1], theta=s[2], theta_dot=s[3], time=t)
-        obs, _, reward, done, _ = gx_cartpole.CartPole().step_env(key, gs, a, gp)
-        return obs, reward, done
-
-    keys = jax.random.split(k_step, N)
-    return (jax.vmap(ours)(keys, levels, s, actions, times), jax.vmap(theirs)(keys, levels, s, actions, times),
-            (s, times))
-
-
-def test_cartpole_step_equals_gymnax_on_designed_physics():
-    (obs, reward, done, info, time), (g_obs, g_reward, g_done), (s, times) = to_np(
-        cartpole_vs_gymnax(jax.random.key(0)))
-    np.testing.assert_allclose(obs, g_obs, **TOL)
-    np.testing.assert_allclose(reward, g_reward, **TOL)
-    # gymnax >= 1.0's done is the natural termination only; ours adds nothing at these times.
-    np.testing.assert_array_equal(info["terminated"], g_done)
-    # ...and it is the pole / track test on the new state, checked here by hand.
-    fell = (np.abs(obs[:, 0]) > 2.4) | (np.abs(obs[:, 2]) > 12 * 2 * math.pi / 360)
-    np.testing.assert_array_equal(info["terminated"], fell)
-    np.testing.assert_array_equal(done, fell)
-    assert 0.1 < fell.mean() < 0.9  # both outcomes are exercised
-    # Reward 1 except from an already-failed state (gymnax: reward = 1 - previous terminal).
-    prev_failed = (np.abs(s[:, 0]) > 2.4) | (np.abs(s[:, 2]) > 12 * 2 * math.pi / 360)
-    np.testing.assert_allclose(reward, np.where(prev_failed, 0.0, 1.0), **TOL)
-    np.testing.assert_array_equal(time, times + 1)
-    assert not info["truncated"].any() and not info["solved"].any()
-
-
-@jax.jit
-def pendulum_vs_gymnax(key):
-    """As `cartpole_vs_gymnax`, for Pendulum: torques up to 5 (beyond every level's max_torque)."""
-    k_lv, k_s, k_a, k_step = jax.random.split(key, 4)
-    levels = jax.vmap(PENDULUM_GEN)(jax.random.split(k_lv, N - 1))
-    levels = concat(stack([pendulum_level()]), levels)
-    s = jax.random.uniform(k_s, (N, 2), minval=jnp.array([-7.0, -8.0]), maxval=jnp.array([7.0, 8.0]))
-    actions = jax.random.uniform(k_a, (N, 1), minval=-5.0, maxval=5.0)
-    params = PendulumParams()
-
-    def ours(key, level, s, a):
-        state = PENDULUM.init_state(level, params)
-        state = state.replace(physics=state.physics.replace(theta=s[0], theta_dot=s[1]))
-        obs, _, reward, done, info = PENDULUM.step(key, state, a, params)
-        return obs, reward, done, info
-
-    def theirs(key, level, s, a):
-        gp = gx_pendulum.EnvParams(max_torque=level.max_torque, m=level.m, l=level.l, g=level.g)
-        gs = gx_pendulum.EnvState(theta=s[0], theta_dot=s[1], last_u=jnp.float32(0.0), time=0)
-        obs, _, reward, done, _ = gx_pendulum.Pendulum().step_env(key, gs, a, gp)
-        return obs, reward, done
-
-    keys = jax.random.split(k_step, N)
-    return jax.vmap(ours)(keys, levels, s, actions), jax.vmap(theirs)(keys, levels, s, actions), (levels, actions)
-
-
-def test_pendulum_step_equals_gymnax_on_designed_physics():
-    (obs, reward, done, info), (g_obs, g_reward, g_done), (levels, actions) = to_np(
-        pendulum_vs_gymnax(jax.random.key(1)))
-    np.testing.assert_allclose(obs, g_obs, **TOL)
-    np.testing.assert_allclose(reward, g_reward, **TOL)
-    assert not g_done.any() and not done.any() and not info["terminated"].any() and not info["solved"].any()
-    # The torque is the action itself, clipped by the level's max_torque: clipping happened.
-    assert (np.abs(actions[:, 0]) > levels.max_torque).mean() > 0.2
-
-
-# --------------------------------------------------------------- time limit, falling, flags
+# ------------------------------------------------------------ our time limit and flags
 
 
 def push_left(obs):
@@ -360,7 +268,7 @@ def test_held_out_grid_reaches_outside_the_training_ranges(held_out, ranges, key
     (default,) = held_out("gymnax")
     assert not default.is_fixed
     level = default.sample(jax.random.key(4))
-    gx_defaults = (gx_cartpole if held_out is cartpole_held_out else gx_pendulum).EnvParams()
+    gx_defaults = dynamics.CARTPOLE if held_out is cartpole_held_out else dynamics.PENDULUM
     for f in dataclasses.fields(ranges):
         np.testing.assert_allclose(getattr(level, f.name), getattr(gx_defaults, f.name), **TOL)
     with pytest.raises(ValueError, match=r"'nope'.*grid, gymnax"):

@@ -25,6 +25,8 @@ from minimax.core.stats import mean_ci
 from minimax.training.run_logs import read_rows
 from run_helpers import without_timing
 
+pytestmark = pytest.mark.e2e  # tests/conftest.py's tiers: the command line, faults, jobs, processes
+
 TINY = ["--maze-height", "5", "--maze-width", "5", "--n-walls", "3", "--max-episode-steps", "32", "--n-actions", "3",
         "--recurrent-size", "16", "--num-envs", "8", "--num-steps", "16", "--n-epochs", "2", "--eval-every", "0"]
 
@@ -212,7 +214,7 @@ def jobs_share_the_compilation_cache(monkeypatch):
     monkeypatch.setattr(cluster_runs, "POLL_S", {"local": 0.2, "slurm": 0.2})
 
 
-@pytest.mark.slow  # three real jobs and a resubmission: over a minute
+@pytest.mark.e2e  # three real jobs and a resubmission: over a minute
 def test_a_killed_job_and_a_requeued_job_finish_their_runs_once_as_an_uninterrupted_run_does(
         tmp_path, capsys, jobs_share_the_compilation_cache):
     # Three grid points that train the same thing (the checkpoint cadence changes nothing an update computes):
@@ -263,7 +265,7 @@ def test_a_killed_job_and_a_requeued_job_finish_their_runs_once_as_an_uninterrup
     assert [line.split()[2:4] for line in table] == [["finished", "30/30"]] * 3
 
 
-@pytest.mark.slow  # two methods' jobs, a resubmission and the evaluation: over a minute
+@pytest.mark.e2e  # two methods' jobs, a resubmission and the evaluation: over a minute
 def test_reproduce_through_local_jobs_resumes_a_killed_method_and_tables_both(
         tmp_path, capsys, jobs_share_the_compilation_cache):
     from minimax.cli.reproduce import ReproduceConfig, method_config, parse_overrides
@@ -297,7 +299,7 @@ def test_reproduce_through_local_jobs_resumes_a_killed_method_and_tables_both(
     assert without_timing(read_rows(run)) == without_timing(read_rows(tmp_path / "ref" / "runs" / "dr"))
 
 
-@pytest.mark.slow  # two processes joining over gloo: about a minute
+@pytest.mark.e2e  # two processes joining over gloo: about a minute
 def test_a_job_of_two_tasks_is_one_two_process_run(tmp_path, jobs_share_the_compilation_cache):
     args = ["--grid", "lr=3e-3", "--out-dir", str(tmp_path), "--executor", "local", "--job-tasks-per-node", "2",
             *TINY, "--num-updates", "2", "--log-every", "1", "--checkpoint-every", "2", "--devices", "2"]

@@ -95,7 +95,7 @@ def assert_trees_equal(a, b):
 # ------------------------------------------------------------------- parity with craftax
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.reference  # craftax's own functions run live beside ours
 def test_generator_is_craftax_generate_world():
     levels, their_starts, *_ = rollouts()
     assert_trees_equal(levels, their_starts)
@@ -103,6 +103,7 @@ def test_generator_is_craftax_generate_world():
     assert levels.state_rng.dtype == jnp.uint32  # raw key data: hashable, checkpointable
 
 
+@pytest.mark.reference  # craftax's own functions run live beside ours
 def test_step_equals_craftax_step():
     _, _, obs0, their_obs0, t = rollouts()
     np.testing.assert_allclose(obs0, their_obs0, atol=1e-6)

@@ -3,9 +3,12 @@ the minimax release's stream (fresh levels every update, the carry kept), for co
 
 import jax
 import numpy as np
+import pytest
 
 from minimax.training.builder import build_runner
 from minimax.config import TrainConfig
+
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
 
 TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=32, n_actions=3, recurrent_size=8,
             num_envs=6, num_steps=8, n_epochs=1, progress=False)

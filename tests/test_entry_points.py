@@ -44,13 +44,14 @@ def test_a_console_script_reads_the_command_line(script, monkeypatch, capsys):
 
 
 def test_the_core_install_works_without_the_optional_environments_packages():
-    """`pip install minimax` alone (no jaxnav/craftax extras): importing the package, `--help` and the
-    maze presets work; only asking for an optional environment's preset says which extra to install."""
+    """`pip install minimax` alone (no jaxnav/craftax/kinetix extras, no gymnax): importing the package, `--help`,
+    the maze presets and CartPole's and Pendulum's steps work; only asking for an optional environment's preset
+    says which extra to install."""
     import subprocess  # noqa: PLC0415
 
     script = """
 import sys
-for blocked in ("jaxmarl", "craftax", "kinetix"):
+for blocked in ("jaxmarl", "craftax", "kinetix", "gymnax"):
     sys.modules[blocked] = None  # makes `import <blocked>` raise ImportError, as when it is not installed
 import minimax
 from minimax.config import PRESETS, ConfigError
@@ -61,6 +62,14 @@ except ConfigError as err:
     assert "minimax[jaxnav]" in str(err), err
 else:
     raise AssertionError("a JaxNav preset built without jaxmarl")
+import jax
+from minimax.envs.classic import (CartPole, CartPoleParams, Pendulum, PendulumParams, make_cartpole_generator,
+                                  make_pendulum_generator)
+for env, params, generate, action in ((CartPole(), CartPoleParams(), make_cartpole_generator(), 1),
+                                      (Pendulum(), PendulumParams(), make_pendulum_generator(), jax.numpy.ones(1))):
+    state = env.init_state(generate(jax.random.key(0)), params)
+    obs, state, reward, done, info = env.step(jax.random.key(1), state, action, params)
+    assert int(state.time) == 1 and obs.shape == env.observation_space(params).shape, obs.shape
 from minimax.training.cli import main
 try:
     main(["--help"])

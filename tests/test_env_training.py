@@ -14,6 +14,8 @@ from minimax.training.loop import train
 from minimax.cli.train import main
 from run_helpers import tiny, without_timing
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 CLASSIC = dict(recurrent_cell="none", mlp_hidden=16, num_envs=8, num_steps=16, num_updates=8, log_every=4,
                checkpoint_every=4, eval_every=4, eval_episodes=2, buffer_size=32, min_fill_ratio=0.25, n_mutations=2,
                max_episode_steps=12)  # episodes end inside a rollout, so levels are scored, replayed, mutated
@@ -48,7 +50,7 @@ def test_pendulum_accel_trains_logs_and_evaluates(pendulum_accel, tmp_path):
     assert not [k for r in rows for k in r if k.endswith("solved_rate")]
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_pendulum_resume_equals_the_uninterrupted_run(pendulum_accel, tmp_path):
     cfg = pendulum_accel.replace(out_dir=str(tmp_path), num_updates=4)
     train(cfg)
@@ -56,7 +58,7 @@ def test_pendulum_resume_equals_the_uninterrupted_run(pendulum_accel, tmp_path):
     assert without_timing(read_rows(cfg.run_dir)) == without_timing(read_rows(pendulum_accel.run_dir))
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_cartpole_robust_plr_scores_levels_by_their_outcome(tmp_path):
     cfg = tiny(tmp_path, **CLASSIC, env="cartpole", method="robust_plr", score_function="learnability")
     train(cfg)
@@ -68,7 +70,7 @@ def test_cartpole_robust_plr_scores_levels_by_their_outcome(tmp_path):
               "--out-dir", str(tmp_path), "--no-progress"])
 
 
-@pytest.mark.slow  # over a minute of compiling and training; the default run leaves it out (--slow)
+@pytest.mark.e2e  # over a minute of compiling and training; the default run leaves it out (--slow)
 def test_cartpole_robust_plr_with_mna_trains_and_resumes_exactly(tmp_path):
     """MNA on another JAX environment than AMaze: its scores fill the buffer, and the run resumes exactly."""
     cfg = tiny(tmp_path / "a", **{**CLASSIC, "eval_every": 0}, env="cartpole", method="robust_plr",
@@ -81,7 +83,7 @@ def test_cartpole_robust_plr_with_mna_trains_and_resumes_exactly(tmp_path):
     assert without_timing(read_rows(tmp_path / "b" / "mna")) == without_timing(rows)
 
 
-@pytest.mark.slow  # over a minute of compiling and training; the default run leaves it out (--slow)
+@pytest.mark.e2e  # over a minute of compiling and training; the default run leaves it out (--slow)
 def test_craftax_accel_replays_and_mutates_worlds(tmp_path):
     pytest.importorskip("craftax")
     cfg = tiny(tmp_path, **{**CLASSIC, "num_envs": 4, "num_steps": 8, "max_episode_steps": 6, "eval_every": 0,

@@ -82,7 +82,7 @@ def test_cvar_passes_count_every_episode_of_a_whole_budget():
     np.testing.assert_allclose(runner.success_rates(jax.random.key(0), None, levels, params), [1.0, 0.0, 1.0])
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_cvar_levels_are_the_first_solvable_draws():
     params = MazeParams(height=5, width=5, max_steps=20, n_actions=3)
     generator = make_dr_generator(5, 5, n_walls=12)

@@ -22,6 +22,8 @@ from minimax.evaluation.report import summarize
 from minimax.runners.eval import EvalRunner, evaluate_levels
 from minimax.core.stats import cvar_of_worst, mean_ci
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 
 def shortest_actions(level: Level) -> list[int] | None:
     """Host-side BFS over (x, y, direction): an optimal action sequence, or None if unsolvable."""
@@ -64,7 +66,7 @@ class PlanPolicy:
         return (t + 1, env), Categorical(jax.nn.one_hot(action, 3)[None] * 1e9), jnp.zeros((1, t.shape[0]))
 
 
-@pytest.mark.slow  # one compiled program per maze size and budget, every OOD maze: 35-55 s
+@pytest.mark.e2e  # one compiled program per maze size and budget, every OOD maze: 35-55 s
 def test_an_oracle_solves_every_solvable_ood_maze_with_the_optimal_return():
     runner = EvalRunner(AMaze(), PlanPolicy(), MazeParams(n_actions=3), episodes=1, greedy=True,
                         level_facts=MAZE.level_facts)
@@ -181,7 +183,7 @@ def run_dirs(tmp_path_factory):
     return tmp
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_evaluate_command_end_to_end(run_dirs, tmp_path, capsys):
     level_file = tmp_path / "mine.txt"
     level_file.write_text("name: Corridor\nagent_dir: 0\nA..G\n\nmax_steps: 9\nA#\n.G\n")

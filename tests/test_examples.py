@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.e2e  # tests/conftest.py's tiers: the command line, faults, jobs, processes
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
@@ -25,7 +27,7 @@ def test_examples_are_short_and_use_the_library():
         assert "import minimax" in text
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_dr_seeds_trains_several_seeds_in_one_program():
     results = load("dr_seeds").main(["--seeds", "2", "--num-updates", "2", "--eval-episodes", "1"])
     assert len(results) == 2
@@ -33,7 +35,7 @@ def test_dr_seeds_trains_several_seeds_in_one_program():
         assert 0.0 <= train_rate <= 1.0 and 0.0 <= test_rate <= 1.0
 
 
-@pytest.mark.slow  # over a minute of compiling and training; the default run leaves it out (--slow)
+@pytest.mark.e2e  # over a minute of compiling and training; the default run leaves it out (--slow)
 def test_custom_curriculum_trains_a_users_score_and_replay_rule(tmp_path):
     results = load("custom_curriculum").main(["--num-updates", "2", "--out-dir", str(tmp_path)])
     assert len(results) == 3 and all(r["gradient_updates"] == 2 for r in results.values())

@@ -17,6 +17,8 @@ from minimax.runners import get_method, method_names
 from minimax.training.cli import parse_config
 from minimax.training.loop import train
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 USER_MODULE = '''
 """A PLR variant: replay every cycle once the buffer is ready (robust PLR with p = 1), and a score."""
 import jax.numpy as jnp
@@ -76,7 +78,7 @@ def test_unknown_method_and_score_name_the_registered_ones():
         TrainConfig.from_options(method="plr", score_function="nope")
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_new_method_and_score_train_through_the_command_line_and_the_loop(user_module, tmp_path):
     cfg = parse_config(["--method", "always_replay_plr", "--score-function", "negative_value",
                         "--out-dir", str(tmp_path), *TINY])

@@ -26,6 +26,8 @@ from minimax.training.cli import parse_config
 from run_helpers import TINY, without_timing
 from run_helpers import tiny as shared_tiny
 
+pytestmark = pytest.mark.e2e  # tests/conftest.py's tiers: the command line, faults, jobs, processes
+
 def tiny(tmp_path, **overrides) -> TrainConfig:
     return shared_tiny(tmp_path, **{"eval_every": 0, **overrides})  # no evaluation: faults only
 

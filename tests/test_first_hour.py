@@ -19,6 +19,8 @@ from minimax.cli.train import main
 from minimax.training.cli import parse_config
 from run_helpers import tiny
 
+pytestmark = pytest.mark.e2e  # tests/conftest.py's tiers: the command line, faults, jobs, processes
+
 
 def test_run_names_follow_the_preset(tmp_path):
     out = ["--out-dir", str(tmp_path)]
@@ -87,7 +89,7 @@ def test_without_a_terminal_every_log_row_is_a_plain_line(capsys):
     assert "left 0:00:0" in lines[1]
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_an_extended_run_records_its_new_target(tmp_path, capsys):
     cfg = tiny(tmp_path, num_updates=2, log_every=1, eval_every=0, checkpoint_every=1, run_name="r")
     train(cfg)

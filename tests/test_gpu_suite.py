@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.e2e  # tests/conftest.py's tiers: the command line, faults, jobs, processes
+
 spec = importlib.util.spec_from_file_location("gpu_suite", Path(__file__).resolve().parents[1] / "benchmarks" /
                                               "gpu_suite.py")
 suite = importlib.util.module_from_spec(spec)
@@ -48,7 +50,7 @@ def test_the_table_2_hours_are_projected_from_chosen_rows_too(monkeypatch, capsy
     assert "Projected" not in capsys.readouterr().out
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_plr_row_measures_the_steady_state_of_two_seeds():
     row = suite.measure("plr", seeds=2, unroll=2, chunk=1, repeats=1, overrides=suite.TINY)
     assert row["s_per_update"] > 0 and row["compile_s"] > 0 and row["cycles_per_update"] >= 1
@@ -69,7 +71,7 @@ def test_self_time_leaves_out_nested_ops_and_busy_time_is_the_union():
         "fusion", "gemm", "copy"]
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_the_profiler_reads_its_trace_back_on_cpu(tmp_path):
     r = gpu_profile.profile("dr", seeds=2, unroll=0, chunk=1, repeats=1, overrides=suite.TINY,
                             trace_dir=str(tmp_path))

@@ -22,6 +22,8 @@ from minimax.host import scoring  # noqa: E402
 from minimax.host.evaluate import load_host_policy, score_policy  # noqa: E402
 from minimax.host.loop import train  # noqa: E402
 
+pytestmark = pytest.mark.e2e  # tests/conftest.py's tiers: the command line, faults, jobs, processes
+
 TINY = dict(env="procgen-bigfish", num_envs=4, num_steps=8, train_levels=6, impala_channels=(2, 2, 2), hidden=8,
             eval_every=0, final_eval_episodes=2, checkpoint_every=1, progress=False,
             ppo=dataclasses.replace(PROCGEN_PPO, n_minibatches=2), num_updates=1)
@@ -34,7 +36,7 @@ def runs(tmp_path_factory):
             for s in (0, 1)]
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_seeds_pool_into_one_interval_on_shared_unseen_levels(runs, tmp_path, capsys):
     out = tmp_path / "ev"
     evaluate_main([str(r) for r in runs] + ["--episodes", "6", "--out", str(out), "--gif"])

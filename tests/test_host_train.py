@@ -25,6 +25,8 @@ from minimax.models.impala import ImpalaActorCritic  # noqa: E402
 from minimax.cli.train import main as train_main  # noqa: E402
 from minimax.core.methods import host_method_names, method_names  # noqa: E402
 
+pytestmark = pytest.mark.e2e  # tests/conftest.py's tiers: the command line, faults, jobs, processes
+
 TINY = dict(env="procgen-bigfish", num_envs=4, num_steps=8, train_levels=6, impala_channels=(2, 2, 2), hidden=8,
             eval_every=2, eval_episodes=2, final_eval_episodes=2, checkpoint_every=1, progress=False,
             ppo=dataclasses.replace(PROCGEN_PPO, n_minibatches=2), num_updates=3)
@@ -38,7 +40,7 @@ def _final(run_dir):
     return rows, host
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_resumed_run_continues_exactly(tmp_path):
     straight = train(HostTrainConfig(**TINY, out_dir=str(tmp_path), run_name="straight"))
     cut = HostTrainConfig(**{**TINY, "num_updates": 2}, out_dir=str(tmp_path), run_name="cut")
@@ -121,7 +123,7 @@ def test_a_damaged_run_config_is_one_error_naming_the_file(tmp_path, text, messa
     assert str(path) in str(e.value)
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_robust_plr_trains_only_after_replays_and_resumes_exactly(tmp_path, capsys):
     """Robust PLR: rollouts of new levels score them without an update, replays train; each env plays one
     level for a whole rollout; a cut run resumes to the same state as a straight one."""
@@ -160,7 +162,7 @@ def test_robust_plr_trains_only_after_replays_and_resumes_exactly(tmp_path, caps
         run.close()
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_time_limit_stops_at_a_checkpoint_and_resume_finishes(tmp_path, capsys):
     """`--time-limit` (a GPU job chained over short calls): exit status 3 after a checkpointed update, and the
     same command with --resume runs to the end."""
@@ -290,7 +292,7 @@ def _old_layout(cfg: dict) -> dict:
     return cfg
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_run_saved_with_the_old_names_and_directory_name_resumes(tmp_path, capsys):
     """A run named `<env>+<method>-seed<s>` with an old config.json resumes from the same command line, in
     the old names' meaning (its length stays in env steps)."""
@@ -311,7 +313,7 @@ def test_a_run_saved_with_the_old_names_and_directory_name_resumes(tmp_path, cap
         **options, "num_updates": 2, "budget": "env_steps", "resume": True}
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_sigterm_stops_a_host_run_at_a_checkpoint_its_directory_locked_and_resume_finishes_it(tmp_path, capsys):
     """The host loop shares the compiled path's run directory, lock and stop signals: SIGTERM finishes the update in
     flight, checkpoints it and exits 143 naming the resume command; while it runs, a second process is refused the

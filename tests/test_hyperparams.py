@@ -19,6 +19,8 @@ from minimax.training.programs import forget_programs, program_key, programs
 from minimax.training.run_logs import read_rows
 from run_helpers import TINY, tiny, without_timing
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 SMALL = dict(TINY, num_updates=2, log_every=1, eval_every=0, checkpoint_every=1)
 
 
@@ -113,7 +115,7 @@ def test_a_sweep_is_one_program_whose_points_are_their_lone_runs(tmp_path, capsy
     assert "as one program" not in err and err.count("training ") == 2
 
 
-@pytest.mark.slow  # three pairs of programs, about 30 s each on 2 busy cores (the default run leaves it out)
+@pytest.mark.e2e  # three pairs of programs, about 30 s each on 2 busy cores (the default run leaves it out)
 @pytest.mark.parametrize("method", ["robust_plr", "accel", "paired"])
 def test_a_group_point_logs_its_lone_runs_rows(tmp_path, method):
     """`train_group` of two points (a traced option each method reads) x 1 seed: each point's rows are its lone

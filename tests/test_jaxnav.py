@@ -27,6 +27,8 @@ from minimax.training.loop import train  # noqa: E402
 from minimax.training.run_logs import read_rows  # noqa: E402
 from run_helpers import tiny, without_timing  # noqa: E402
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 PARAMS = NavParams()
 ENV = JaxNavSingle()
 SFL_KWARGS = dict(rad=0.3, goal_radius=0.3, max_steps=500, fixed_lambda=True, rew_lambda=0.5, map_id="Grid-Rand-Poly")
@@ -56,6 +58,7 @@ def play_both(level, actions, params=PARAMS, their_env=None, their_state=None, t
     return run(level, their_state)
 
 
+@pytest.mark.reference  # jaxmarl's env objects run live beside ours
 def test_generated_levels_are_the_levels_jaxmarls_reset_starts():
     keys = jax.random.split(jax.random.key(3), 6)
     levels = jax.jit(jax.vmap(make_nav_generator(PARAMS)))(keys)
@@ -76,6 +79,7 @@ def test_generated_levels_are_the_levels_jaxmarls_reset_starts():
         np.testing.assert_allclose(levels.agent_pos[i] % 1, 0.5)
 
 
+@pytest.mark.reference  # jaxmarl's env objects run live beside ours
 def test_an_episode_is_jaxmarls_step_for_step():
     level = make_nav_generator(PARAMS)(jax.random.key(11))
     actions = jax.random.uniform(jax.random.key(1), (120, 2), minval=jnp.array([0.0, -0.6]),
@@ -114,6 +118,7 @@ def test_driving_straight_to_the_goal_solves_and_hitting_a_wall_terminates():
     assert float(info["episode_stats"]["collided"]) == 1.0 and float(reward) < -3.9
 
 
+@pytest.mark.reference  # jaxmarl's env objects run live beside ours
 def test_discrete_actions_are_jaxmarls_discrete_mode():
     params = NavParams(actions="discrete")
     with known_warnings():
@@ -166,6 +171,7 @@ def test_held_out_maps_are_sfls_test_sets():
         held_out("hard")
 
 
+@pytest.mark.reference  # jaxmarl's env objects run live beside ours
 def test_padded_singleton_plays_as_jaxmarls_own_singleton():
     """SingleNav1 (7 x 11) padded to 11 x 11 sees and scores exactly as jaxmarl's singleton object."""
     with known_warnings():
@@ -218,7 +224,7 @@ def nav_plr(tmp_path_factory):
     return cfg
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_robust_plr_on_jaxnav_trains_evaluates_and_resumes_exactly(nav_plr, tmp_path):
     rows = read_rows(nav_plr.run_dir)
     assert [r["update"] for r in rows] == [2, 2, 2, 4, 4, 4]
@@ -235,7 +241,7 @@ def test_robust_plr_on_jaxnav_trains_evaluates_and_resumes_exactly(nav_plr, tmp_
     assert (tmp_path / "e" / "gifs" / "reference-seed0" / "SingleNav2.gif").exists()
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.parametrize("method", ["accel", "sfl"])
 def test_accel_and_sfl_train_on_jaxnav(method, tmp_path):
     options = dict(buffer_size=16, min_fill_ratio=0.25, n_mutations=3) if method == "accel" else dict(

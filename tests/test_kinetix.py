@@ -26,6 +26,8 @@ from minimax.training.loop import train  # noqa: E402
 from minimax.training.run_logs import read_rows  # noqa: E402
 from run_helpers import tiny  # noqa: E402
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 PARAMS = KinetixParams()
 ENV = KinetixSingle()
 N_STEPS = 40
@@ -63,7 +65,7 @@ def both_sides():
     return run(jax.random.key(7))
 
 
-@pytest.mark.slow  # the authors' code compiled beside ours: over a minute here; CI's floor leg runs it
+@pytest.mark.reference  # the authors' Kinetix code run live beside ours (a minute)
 def test_generated_levels_are_the_authors_sampler(both_sides):
     ours, theirs, *_ = both_sides
     assert_same_tree(ours, canonical_level(theirs))
@@ -71,7 +73,7 @@ def test_generated_levels_are_the_authors_sampler(both_sides):
     assert all(not getattr(x, "weak_type", False) for x in jax.tree.leaves(ours))
 
 
-@pytest.mark.slow  # the authors' code compiled beside ours: over a minute here; CI's floor leg runs it
+@pytest.mark.reference  # the authors' Kinetix code run live beside ours (a minute)
 def test_an_episode_is_the_authors_step_for_step(both_sides):
     _, _, start, their_obs, (obs, r, d, solved, o2, r2, d2, goal) = both_sides
     np.testing.assert_array_equal(np.asarray(ENV.get_obs(start, PARAMS)), np.asarray(their_obs))
@@ -95,7 +97,7 @@ def all_consts(closed):
     return found
 
 
-@pytest.mark.slow  # the authors' code traced beside ours and ours compiled: a minute here; CI's floor leg runs it
+@pytest.mark.reference  # the authors' Kinetix code run live beside ours (a minute)
 def test_mutations_are_the_authors_for_every_key_and_level(both_sides):
     """Our mutator traces to the authors' program (`make_mutate_env` for the level's size class, their
     default UED parameters, 5 edits), operation for operation and constant for constant: the same
@@ -119,7 +121,7 @@ def test_mutations_are_the_authors_for_every_key_and_level(both_sides):
         make_kinetix_mutator(-1)
 
 
-@pytest.mark.slow  # the authors' code compiled beside ours: over a minute here; CI's floor leg runs it
+@pytest.mark.reference  # the authors' Kinetix code run live beside ours (a minute)
 def test_held_out_levels_are_the_authors_hand_designed_ones():
     names = level_names("s")
     assert len(names) == 10 and names[0] == "s/h0_weak_thrust" and len(level_names("m")) == 24
@@ -136,7 +138,7 @@ def test_held_out_levels_are_the_authors_hand_designed_ones():
     assert spec.default_suite_for(tiny("/tmp", env="kinetix", kinetix_size="m").env) == "m"
 
 
-@pytest.mark.slow  # the authors' code compiled beside ours: over a minute here; CI's floor leg runs it
+@pytest.mark.reference  # the authors' Kinetix code run live beside ours (a minute)
 def test_the_noop_filter_is_the_authors():
     """`noop_solves` against the authors' filter rollout (their auto-resetting `step` with the zero action,
     the reward at the first done > 0.5), over 16 generated levels. The filtered generator itself runs in
@@ -189,7 +191,7 @@ KIN = dict(env="kinetix", recurrent_cell="none", mlp_hidden=16, num_envs=4, num_
            checkpoint_every=2, eval_every=0, eval_episodes=1, max_episode_steps=24)
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_robust_plr_on_kinetix_trains_and_evaluates(tmp_path):
     """Two seeds in one program, with a buffer of Kinetix levels; `evaluate.py` scores both seeds on the
     run's own size class (the default suite). Resuming is environment-agnostic (tests/test_train.py,
@@ -206,7 +208,7 @@ def test_robust_plr_on_kinetix_trains_and_evaluates(tmp_path):
     assert len(doc["runs"]) == 2 and list(doc["runs"][0]["mazes"]) == list(level_names("s"))
 
 
-@pytest.mark.slow  # the authors' code compiled beside ours: over a minute here; CI's floor leg runs it
+@pytest.mark.e2e  # the authors' code compiled beside ours: over a minute here; CI's floor leg runs it
 def test_a_checkpoint_restores_kinetix_levels_exactly(both_sides, tmp_path):
     """A PLR buffer of Kinetix scenes (mixed int, float and bool leaves) through our orbax checkpoint."""
     from minimax.training.checkpoint import Checkpointer
@@ -254,7 +256,7 @@ def test_presets_are_the_kinetix_authors_configuration():
     assert {k: sfl[k] for k in want_sfl} == want_sfl
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_pictures_of_levels_and_episodes():
     from minimax.envs.kinetix.render import render_episode, render_levels, trace_state
 

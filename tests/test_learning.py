@@ -10,8 +10,10 @@ from minimax.runners.eval import evaluate_levels
 from minimax.training.builder import build_runner, env_params, level_generator, make_model
 from minimax.training.budget import make_chunk
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
 
-@pytest.mark.slow  # 60 PPO updates of 32 envs x 32 steps: ~40 s
+
+@pytest.mark.e2e  # 60 PPO updates of 32 envs x 32 steps: ~40 s
 @pytest.mark.parametrize("cell", ["lstm", "s5"])
 def test_dr_agent_return_rises_well_above_a_random_policy(cell):
     # Small easy setting: 5x5 mazes with 3 walls, 32-step budget, 3 actions, a 32-unit LSTM or S5

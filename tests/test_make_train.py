@@ -21,6 +21,8 @@ from minimax.training.loop import train as train_loop
 from minimax.training.make_train import make_train
 from minimax.training.run_logs import read_rows
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 # `jax.jit(jax.vmap(make_train(cfg)))(keys)` for the DR preset, one student core a line. Before the
 # vmap-safe orthogonal initialiser (models/initializers.py) the first case deadlocked XLA:CPU at 0%
 # CPU, so it runs in a subprocess with a timeout: a regression fails instead of hanging the suite.
@@ -70,7 +72,7 @@ def test_orthogonal_draws_what_jax_draws_alone_and_vmapped():
             np.testing.assert_array_equal(np.asarray(a[i]), np.asarray(b))
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_vmapped_init_equals_each_seed_alone(tmp_path):
     """The loop initialises seeds with `vmap` (it used `lax.map`): the same values as one seed alone."""
     runner = build_runner(tiny(tmp_path))
@@ -84,7 +86,7 @@ def test_vmapped_init_equals_each_seed_alone(tmp_path):
             np.testing.assert_array_equal(np.asarray(a[i]), np.asarray(b))
 
 
-@pytest.mark.slow  # over a minute of compiling and training; the default run leaves it out (--slow)
+@pytest.mark.e2e  # over a minute of compiling and training; the default run leaves it out (--slow)
 @pytest.mark.parametrize("overrides", [
     dict(method="dr", num_updates=3, log_every=2),  # a chunk of 2 units, then a remainder of 1
     dict(method="robust_plr", num_updates=2, log_every=1, buffer_size=16, min_fill_ratio=0.25, replay_prob=0.5),
@@ -111,7 +113,7 @@ def test_make_train_logs_what_the_loop_logs(tmp_path, overrides):
             assert int(metrics[k][i, :end].sum()) == row[k], k
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_make_train_vmaps_for_every_core_and_key_kind(hang_cases):
     """DR preset, LSTM 32 and 256, GRU, S5; typed and legacy keys give the same run."""
     try:

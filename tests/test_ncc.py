@@ -21,6 +21,8 @@ from minimax.training.run_logs import read_rows
 from minimax.cli.train import main
 from run_helpers import tiny, without_timing
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 NCC_TINY = dict(maze_height=5, maze_width=5, n_walls=6, max_episode_steps=16, n_actions=3, recurrent_size=8,
                 num_envs=8, num_steps=16, n_epochs=1, method="ncc", ncc_buffer_size=12, ncc_attempts=3,
                 ncc_attempt_steps=20)
@@ -185,7 +187,7 @@ def ncc_run(tmp_path_factory):
     return cfg
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_ncc_reg_trains_logs_its_distribution_and_resumes_exactly(ncc_run, tmp_path):
     rows = read_rows(ncc_run.run_dir)
     assert [r["update"] for r in rows] == [3, 3, 3, 6, 6, 6]

@@ -20,6 +20,8 @@ from minimax.training.make_train import make_train
 from minimax.training.run_logs import read_rows
 from run_helpers import without_timing
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 SMALL = dict(method="robust_plr", score_function="pace", maze_height=5, maze_width=5, n_walls=3,
              max_episode_steps=16, n_actions=3, recurrent_size=16, num_envs=4, num_steps=16, n_epochs=2, lr=3e-3,
              buffer_size=16, min_fill_ratio=0.25, replay_prob=0.5, num_updates=4, log_every=2, eval_every=0,
@@ -82,7 +84,7 @@ def test_the_pace_preset_is_robust_plr_scored_by_pace():
     assert {k for k in pace if pace[k] != plr[k]} == {"preset", "score_function"}
 
 
-@pytest.mark.slow  # two programs with a backward pass per level: over a minute of compiling on 2 cores
+@pytest.mark.e2e  # two programs with a backward pass per level: over a minute of compiling on 2 cores
 def test_two_vmapped_seeds_train_resume_exactly_and_make_train_runs_them(tmp_path):
     cfg = TrainConfig.from_options(**SMALL, seeds="0,1", out_dir=str(tmp_path), run_name="pace")
     train(cfg)

@@ -22,6 +22,8 @@ from minimax.training.run_logs import read_rows
 from minimax.runners.rollout import ppo_batch
 from minimax.training.loop import train
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 # Episodes of at most 10 steps in rollouts of 24: every student finishes >= 2 episodes per level.
 TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=10, n_actions=3, recurrent_size=8,
             num_envs=4, num_steps=24, n_epochs=1, lr=3e-3, teacher_n_walls=4, teacher_conv_filters=4,
@@ -149,7 +151,7 @@ def test_each_student_trains_on_its_own_rollout_and_the_teacher_on_its_design(po
     assert 0 <= metrics["teacher/solvable_sum"] <= cfg.num_envs
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_paired_run_resumes_and_evaluate_scores_its_protagonist(tmp_path):
     cfg = tiny("paired", out_dir=str(tmp_path), run_name="paired", num_updates=4, log_every=2,
                checkpoint_every=2, eval_every=0, num_steps=12)
@@ -170,7 +172,7 @@ def test_a_paired_run_resumes_and_evaluate_scores_its_protagonist(tmp_path):
         np.testing.assert_array_equal(got, want[0])
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_vmapped_paired_program_equals_each_seed_alone():
     """Seeds of a learned-teacher method batched in one program (`--num-seeds`, `reproduce`): each gets
     exactly its own designs, students and teacher (rounding aside: batched and single matmuls)."""

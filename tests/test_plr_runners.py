@@ -22,6 +22,8 @@ from minimax.runners.rollout import ppo_batch
 from minimax.training.budget import make_chunk
 from minimax.training.loop import train
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 # One small config for every runner: episodes end within a rollout, so every level gets a score.
 SMALL = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, n_actions=3, recurrent_size=16,
              num_envs=4, num_steps=16, n_epochs=2, lr=3e-3, buffer_size=16, min_fill_ratio=0.25,
@@ -132,7 +134,7 @@ def test_buffers_hold_valid_distinct_scored_levels(two_seeds):
     assert not np.array_equal(np.asarray(states.buffer.scores[0]), np.asarray(states.buffer.scores[1]))
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_vmapped_run_equals_each_seed_alone():
     """Under vmap the replay and mutation `lax.cond`s compute both sides; each seed must still get
     exactly its own result."""
@@ -161,7 +163,7 @@ class StepLoopOnly:
         return getattr(self._runner, name)
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_the_update_unit_plays_the_step_loops_cycles_for_every_seed():
     """ACCEL on two vmapped seeds from an empty buffer: the unit that plays the cycles of new levels without
     the PPO update and the mutation rollout (`budget._update_unit`) draws the same replay decisions and
@@ -183,7 +185,7 @@ def test_the_update_unit_plays_the_step_loops_cycles_for_every_seed():
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_robust_plr_trains_only_on_replay_cycles():
     runner = build_runner(small("robust_plr", replay_prob=1.0))   # ready after one cycle of N = 4 new levels
     state = runner.init(jax.random.key(2))
@@ -301,7 +303,7 @@ def test_a_cycle_never_trains_on_an_empty_buffer(method):
     assert int(np.asarray(after.buffer.mutations)[np.asarray(after.buffer.filled)].sum()) == 0
 
 
-@pytest.mark.slow  # over a minute of compiling and training; the default run leaves it out (--slow)
+@pytest.mark.e2e  # over a minute of compiling and training; the default run leaves it out (--slow)
 def test_train_logs_buffer_and_level_statistics_and_checkpoints_the_buffer(tmp_path):
     cfg = small("accel", out_dir=str(tmp_path), run_name="accel", buffer_png=6)
     row = train(cfg)

@@ -13,6 +13,8 @@ from minimax.cli.train import load_plugins
 from minimax.cli.train import main as train_main
 from minimax.config import TrainConfig
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 PLUGINS = Path(__file__).resolve().parent / "plugins"
 EAGER, RING = str(PLUGINS / "eager_plr.py"), str(PLUGINS / "ring_env.py")
 TINY = ["--num-envs", "4", "--num-steps", "16", "--recurrent-size", "8", "--log-every", "2", "--eval-every", "0",
@@ -46,7 +48,7 @@ def rows(run: Path) -> list[dict]:
     return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_plugin_methods_own_option_trains_resumes_and_evaluates(tmp_path, capsys):
     base = ["--plugin", EAGER, "--method", "eager_plr", "--out-dir", str(tmp_path), "--run-name", "eager"]
     assert "--eager-replay-prob" in help_text(capsys, base)

@@ -6,10 +6,14 @@ import json
 import math
 import shutil
 
+import pytest
+
 from portable_run import DATA, TIMING
 
 from minimax.cli.train import main
 from minimax.training.run_logs import read_rows
+
+pytestmark = pytest.mark.e2e  # tests/conftest.py's tiers: the command line, faults, jobs, processes
 
 
 def test_a_run_written_by_the_floor_versions_resumes_here_with_the_same_next_update(tmp_path):

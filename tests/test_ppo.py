@@ -89,6 +89,7 @@ def test_explained_variance():
     assert float(explained_variance(jnp.zeros(4), jnp.ones(4))) == 0.0  # constant targets
 
 
+@pytest.mark.contract  # builds a training program (tests/conftest.py's tiers)
 def test_learning_rate_annealing_really_anneals_in_gradient_steps():
     """With a constant gradient Adam's step direction is constant, so each step's size is the
     learning rate of that gradient step: lr * (1 - k / total)."""

@@ -67,6 +67,7 @@ def test_methods_an_environment_cannot_serve_are_refused():
         TrainConfig.from_options(**{**TINY, "eval_every": 10}, eval_suite="Nope")
 
 
+@pytest.mark.contract  # builds a training program (tests/conftest.py's tiers)
 def test_an_entry_supplies_every_part_of_a_run():
     """A registered copy of the maze builds the same runner parts from its own entry: nothing
     is looked up by the name "maze"."""

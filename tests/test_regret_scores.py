@@ -14,6 +14,8 @@ from minimax.envs.maze.paths import optimal_return
 from minimax.runners.plr_parts import group_metrics, play, score
 from minimax.training.builder import build_runner
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 
 def inputs(dones, episode_returns, optimal):
     t, n = dones.shape
@@ -80,7 +82,7 @@ def test_plr_scores_levels_by_their_true_regret(method):
     assert "new/regret_sum" in step_metrics and "replay/regret_sum" in step_metrics
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_dr_reports_each_finished_episodes_own_level_optimum():
     """DR changes level at every episode end: the optimum a finished episode reports is its own
     level's (computed once per generated level), and `new/regret` is that minus its return."""
@@ -166,7 +168,7 @@ def test_mna_matches_the_authors_clipped_gae_and_score():
         TrainConfig.from_options(method="robust_plr", score_function="mna", gae_lambda=1.0)
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_robust_plr_step_scores_by_mna():
     runner = build_runner(TrainConfig.from_options(method="robust_plr", **{**SMALL, "score_function": "mna"}))
     state = jax.jit(runner.init)(jax.random.key(0))

@@ -15,6 +15,8 @@ from minimax.cli.train import main
 from minimax.training.cli import parse_config
 from release_configs import OWN, release_config
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 PRESET = {"dr": "dr", "plr": "plr", "accel": "accel", "pplr": "pplr", "paccel": "paccel", "paired": "paired",
           "s5_dr": "dr_s5", "s5_plr": "plr_s5", "s5_accel": "accel_s5", "s5_pplr": "pplr_s5", "s5_paccel": "paccel_s5",
           "s5_paired": "paired_s5"}
@@ -62,7 +64,7 @@ def test_what_has_no_equivalent_is_refused_naming_it(tmp_path):
             parse_config(["--config", str(write(tmp_path, "plr", **changes))])
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_release_config_trains_at_a_tiny_size(tmp_path):
     tiny = ["--maze-height", "5", "--maze-width", "5", "--n-walls", "3", "--max-episode-steps", "32",
             "--recurrent-size", "16", "--num-envs", "8", "--num-steps", "32", "--buffer-size", "16",

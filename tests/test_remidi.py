@@ -25,6 +25,8 @@ from minimax.runners.rollout import env_slice
 from minimax.training.builder import build_runner
 from run_helpers import trains_resumes_and_makes_train
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 SMALL = dict(method="remidi", maze_height=5, maze_width=5, n_walls=3, max_episode_steps=12, n_actions=3,
              recurrent_size=16, num_envs=4, num_steps=24, n_epochs=2, lr=3e-3, buffer_size=8, min_fill_ratio=0.25,
              replay_prob=0.5, num_updates=4, log_every=2, eval_every=0, checkpoint_every=2, progress=False,
@@ -170,6 +172,7 @@ def test_the_masks_follow_the_authors_rule(case):
                                   _transcribed(env, params, rollout, earlier, skipping))
 
 
+@pytest.mark.reference  # the authors' wrapper run live beside the env
 def test_the_masks_match_the_authors_wrapper_run_beside_the_env(case, monkeypatch):
     module = _their_wrapper()
     if module is None:
@@ -182,7 +185,7 @@ def test_the_masks_match_the_authors_wrapper_run_beside_the_env(case, monkeypatc
     np.testing.assert_array_equal(masks, theirs)
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_the_masked_update_averages_the_masked_steps_only():
     rng = np.random.default_rng(0)
     adv = jnp.asarray(rng.normal(size=(5, 3)), jnp.float32)
@@ -246,7 +249,7 @@ def test_the_remidi_preset_is_robust_plr_by_true_regret_in_four_stages():
     assert {k for k in plr if k in remidi and remidi[k] != plr[k]} == {"preset", "method", "score_function"}
 
 
-@pytest.mark.slow  # two programs of the loop: about a minute of compiling on 2 cores
+@pytest.mark.e2e  # two programs of the loop: about a minute of compiling on 2 cores
 def test_two_vmapped_seeds_train_resume_exactly_and_make_train_runs_them(tmp_path):
     cfg = TrainConfig.from_options(**SMALL, seeds="0,1", out_dir=str(tmp_path), run_name="remidi")
     rows, state = trains_resumes_and_makes_train(cfg)

@@ -12,6 +12,8 @@ from minimax.cli.reproduce import EXIT_RERUN, main
 from minimax.training.run_logs import read_rows
 from minimax.core.stats import mean_ci
 
+pytestmark = pytest.mark.e2e  # tests/conftest.py's tiers: the command line, faults, jobs, processes
+
 # tests/test_scale.py's two-seed DR config (its fresh and resumed training chunks are shared
 # through the test session's compilation cache; periodic evaluation is off), and a small
 # buffer for the PLR family, here robust PLR (the family's quickest compile: about half of
@@ -36,7 +38,7 @@ def read(out_dir):
     return json.loads((out_dir / "results.json").read_text()), (out_dir / "table.md").read_text()
 
 
-@pytest.mark.slow  # over a minute of compiling and training; the default run leaves it out (--slow)
+@pytest.mark.e2e  # over a minute of compiling and training; the default run leaves it out (--slow)
 def test_reproduce_end_to_end_rerun_time_limit_and_extension(tmp_path, capsys, monkeypatch):
     main(command(tmp_path, 10))
     doc, table = read(tmp_path)

@@ -5,6 +5,7 @@ the loop, as the rollouts did before (issue 48), and the split distributions sam
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from minimax.agents.distributions import Categorical, DiagGaussian, noise_per_element, sample_per_element
 from minimax.config import TrainConfig
@@ -32,6 +33,7 @@ def per_step_rollout(key, apply_fn, params, env_step, stream, num_steps):
     return jax.lax.scan(step, stream, jax.random.split(key, num_steps))[1]
 
 
+@pytest.mark.contract  # builds a training program (tests/conftest.py's tiers)
 def test_a_rollout_with_its_randomness_drawn_first_equals_one_that_draws_step_by_step():
     runner = build_runner(TrainConfig.from_options(**TINY))
     state = jax.jit(runner.init)(jax.random.key(3))

@@ -16,6 +16,8 @@ from minimax.envs.registry import get_env
 from minimax.runners import RUNNERS, PAIREDRunner
 from minimax.runners.base import Runner
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, n_actions=3, recurrent_size=8,
             num_envs=4, num_steps=8, n_epochs=1, buffer_size=8, n_mutations=2, teacher_n_walls=4,
             teacher_conv_filters=4, teacher_recurrent_size=8, teacher_noise_dim=3, progress=False)

@@ -11,6 +11,8 @@ from minimax.models import MazeActorCritic, count_params
 from minimax.models.s5 import (S5, hippo_n_eig, linear_recurrence, linear_recurrence_reference, resolve_scan,
                                s5_initial_spectrum)
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 T, N, F, H = 37, 3, 11, 16  # an odd length: the associative scan's tree is not a power of two
 # Resets at arbitrary steps: env 0 at t = 0 (its incoming carry is dropped), env 1 never (the carry
 # flows through the whole sequence), env 2 in the middle and at the last step.
@@ -182,7 +184,7 @@ def test_s5_cores_fit_every_runner_and_the_teacher(preset):
         assert "layer_1" in state.teacher.params["params"]["core"]
 
 
-@pytest.mark.slow  # a short run, its resumption and an evaluation: ~35 s
+@pytest.mark.e2e  # a short run, its resumption and an evaluation: ~35 s
 def test_an_s5_run_trains_vmapped_seeds_resumes_exactly_and_evaluates(tmp_path, capsys):
     import json  # noqa: PLC0415
     import shutil  # noqa: PLC0415

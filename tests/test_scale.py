@@ -29,7 +29,7 @@ from minimax.training.run_logs import read_rows
 from minimax.training.loop import train
 import run_helpers
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI_TINY = ["--maze-height", "5", "--maze-width", "5", "--n-walls", "3", "--max-episode-steps", "32",

@@ -16,6 +16,8 @@ from minimax.training.loop import train
 from minimax.cli.train import main
 from run_helpers import tiny, without_timing
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 SFL_TINY = dict(maze_height=5, maze_width=5, n_walls=6, max_episode_steps=16, n_actions=3, recurrent_size=8,
                 num_envs=8, num_steps=16, n_epochs=1, method="sfl", sfl_batches=3, sfl_batch_levels=16,
                 sfl_rollout_steps=64, sfl_episodes=3, sfl_set_size=8, sfl_refresh_every=2, sfl_chunk_steps=8)
@@ -130,7 +132,7 @@ def sfl_run(tmp_path_factory):
     return cfg
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_sfl_trains_logs_its_set_and_resumes_exactly(sfl_run, tmp_path):
     rows = read_rows(sfl_run.run_dir)
     assert [r["update"] for r in rows] == [5, 5, 5, 10, 10, 10]

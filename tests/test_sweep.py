@@ -44,7 +44,7 @@ def test_bad_grids_are_one_line_errors(tmp_path, capsys):
         assert message in capsys.readouterr().err
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_sweep_trains_each_point_once_and_resumes(tmp_path):
     args = ["--grid", "lr=1e-3,3e-3", "--seeds", "0,1", "--out-dir", str(tmp_path), *TINY]
     main(args)

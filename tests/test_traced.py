@@ -17,6 +17,8 @@ from minimax.runners.plr_parts import new_levels, play, score
 from minimax.training.builder import build_runner
 from run_helpers import trains_resumes_and_makes_train
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 
 def test_only_non_terminal_transitions_of_completed_episodes_count():
     dones = jnp.asarray([[0, 0], [1, 0], [0, 1], [0, 0], [1, 0], [0, 0]], bool)  # [T=6, N=2]
@@ -82,7 +84,7 @@ SMALL = dict(method="traced", maze_height=5, maze_width=5, n_walls=3, max_episod
              n_mutations=2, score_function="pvl", traced_hidden=16)
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_the_runner_scores_pvl_plus_the_transition_error_and_keeps_its_ledger():
     runner = build_runner(TrainConfig.from_options(**SMALL, traced_transition_coef=2.0))
     state = runner.init(jax.random.key(0))
@@ -109,7 +111,7 @@ def test_the_traced_preset_is_accel_with_pvl_and_the_authors_weights():
     assert {k for k in accel if k in traced and traced[k] != accel[k]} == {"preset", "method", "score_function"}
 
 
-@pytest.mark.slow  # two programs of the loop: about a minute of compiling on 2 cores
+@pytest.mark.e2e  # two programs of the loop: about a minute of compiling on 2 cores
 def test_two_vmapped_seeds_train_resume_exactly_and_make_train_runs_them(tmp_path):
     cfg = TrainConfig.from_options(**SMALL, seeds="0,1", out_dir=str(tmp_path), run_name="traced")
     rows, state = trains_resumes_and_makes_train(cfg)

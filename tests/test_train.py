@@ -20,6 +20,8 @@ from minimax.training.cli import parse_config
 from minimax.training.budget import make_chunk
 from run_helpers import tiny, without_timing  # one small config shared by the run-level tests
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 @pytest.fixture(scope="module")
 def reference_run(tmp_path_factory):
     """One uninterrupted run that several tests compare against."""

@@ -18,6 +18,8 @@ from minimax.runners.rollout import count_outcomes
 from minimax.config import TrainConfig
 from run_helpers import TINY
 
+pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
+
 
 def close(a, b, rtol=1e-4, atol=1e-5):
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
@@ -75,7 +77,7 @@ def test_evaluation_does_not_depend_on_the_unroll():
     close(out[0], out[1], 0, 0)
 
 
-@pytest.mark.slow  # over 20 s here (the default run leaves it out; --slow runs it)
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_a_learned_teachers_update_does_not_depend_on_the_unroll():
     """PAIRED: the teacher's 6-step design rollout, its LSTM and GAE, the students' 16-step rollouts (unroll 4)."""
     results = []

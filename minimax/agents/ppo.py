@@ -19,6 +19,7 @@ an episode (the recurrent carry is zeroed before it).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any, Literal
 
@@ -121,7 +122,19 @@ def apply_with(tx: optax.GradientTransformation, train_state: TrainState, grads)
                                opt_state=opt_state)
 
 
+@functools.lru_cache(maxsize=None)
+def traced_once(apply_fn):
+    """`apply_fn` jitted, one object per function (a model's bound `apply`), so that a program that applies the
+    model at the same shapes many times (the rollouts of new, replayed and mutated levels, the PPO loss, its
+    gradient) traces the model once: jit keeps the trace per shapes, and XLA inlines the call (the same
+    operations). One object per model keeps `TrainState.apply_fn`, a static field, equal between the states
+    of a runner and of its traced copies (`runner_from`), as the bound method was. The cache holds the models
+    (a few small config objects per process)."""
+    return jax.jit(apply_fn)
+
+
 def create_train_state(apply_fn, params, cfg: PPOConfig) -> TrainState:
+    apply_fn = traced_once(apply_fn) if callable(apply_fn) else apply_fn
     state = TrainState.create(apply_fn=apply_fn, params=params, tx=make_optimizer(cfg))
     return state.replace(step=jnp.zeros((), jnp.int32))  # not a weakly typed Python 0: no recompiles
 

@@ -218,15 +218,18 @@ step's gradient-free search, from before a PLR-family step became one cycle."""
 class _Presets(Mapping):
     """`{preset name: TrainConfig}`, each built (and checked) on first access. Building them all at import
     would make `import minimax` fail wherever an optional environment's package is absent (the JaxNav
-    presets check that `jaxmarl` loads); built lazily, only asking for such a preset says what to install."""
+    presets check that `jaxmarl` loads); built lazily, only asking for such a preset says what to install.
+    Kept per registered option groups: a preset read after a plugin registers its environment's options has
+    that group, as every config made then has (it once kept the group set of its first reading)."""
 
     def __init__(self, options: dict[str, dict]):
         self._options, self._built = options, {}
 
     def __getitem__(self, name: str) -> TrainConfig:
-        if name not in self._built:
-            self._built[name] = TrainConfig.from_options(**self._options[name])
-        return self._built[name]
+        key = (name, tuple((group, id(cls)) for group, cls in registered_groups().items()))
+        if key not in self._built:
+            self._built[key] = TrainConfig.from_options(**self._options[name])
+        return self._built[key]
 
     def __contains__(self, name) -> bool:  # Mapping's would build the config
         return name in self._options

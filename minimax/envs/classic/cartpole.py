@@ -1,16 +1,16 @@
-"""CartPole whose physics is the level: gymnax's CartPole-v1 dynamics under designed parameters.
+"""CartPole whose physics is the level: CartPole-v1's dynamics (gymnax's) under designed parameters.
 
 Why: UED needs a space of tasks that differ in difficulty. Here a level is the cart-pole's
 physics (gravity, cart and pole masses, half pole length, push force) plus its start state, so
 a curriculum can move from slow, forgiving poles to short, light-cart, weak-push ones. The
-dynamics are not re-implemented: every step calls gymnax's `CartPole.step_env` with a gymnax
-`EnvParams` built from the level (derived fields `total_mass` and `polemass_length` computed
-from it), so the physics, the observation and the reward are computed by gymnax's own code.
+transition is gymnax's CartPole-v1 step on the level's physics (derived `total_mass` and
+`polemass_length` computed from it): `minimax.envs.classic.dynamics` computes it as gymnax does,
+checked against gymnax step for step (`tests/test_classic.py`).
 
 The time limit is ours (`CartPoleParams.max_steps`, 500 as gymnax's default): gymnax >= 1.0's
 `step_env` reports only the natural termination (the cart leaves +-x_threshold or the pole
-passes +-theta_threshold), and `terminated` is taken from gymnax's own `is_terminated` on the
-new state, never from a time test. `info["solved"]` is "the pole stayed up until the time limit"
+passes +-theta_threshold), and `terminated` is that test (gymnax's `is_terminated`) on the new
+state, never a time test. `info["solved"]` is "the pole stayed up until the time limit"
 (the step where the episode is truncated), CartPole-v1's notion of a successful episode.
 """
 
@@ -21,17 +21,16 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 from flax import struct
-from gymnax.environments.classic_control import cartpole as gx
 
 from minimax.envs.classic.common import (
     check_max_steps, check_ranges, fmt, perturbing_mutator, physics_metrics, time_limit, uniform_generator,
     unknown_suite,
 )
+from minimax.envs.classic.dynamics import (
+    CARTPOLE, CartPolePhysics, cartpole_obs, cartpole_reset_draw, cartpole_step, cartpole_terminated,
+)
 from minimax.envs.environment import Box, Discrete, Environment
 from minimax.envs.registry import HeldOutLevel
-
-_GYMNAX = gx.CartPole()
-_GYMNAX_DEFAULTS = gx.EnvParams()  # gymnax's CartPole-v1 constants, read rather than copied
 
 PHYSICS = ("gravity", "masscart", "masspole", "length", "force_mag")
 """The designable physical parameters of a level (the fields of `CartPoleRanges`)."""
@@ -57,7 +56,7 @@ class CartPoleLevel:
 
 def default_physics() -> dict[str, float]:
     """gymnax's default CartPole-v1 physics, `{name: value}` over `PHYSICS`."""
-    return {name: float(getattr(_GYMNAX_DEFAULTS, name)) for name in PHYSICS}
+    return {name: float(getattr(CARTPOLE, name)) for name in PHYSICS}
 
 
 HELD_OUT_START = {"x": 0.0, "x_dot": 0.0, "theta": 0.02, "theta_dot": 0.0}
@@ -105,11 +104,10 @@ assert tuple(f.name for f in dataclasses.fields(CartPoleRanges)) == PHYSICS
 class CartPoleParams:
     """Static parameters (hashable; no array leaves). Defaults are gymnax's CartPole-v1 values."""
 
-    max_steps: int = struct.field(pytree_node=False, default=int(_GYMNAX_DEFAULTS.max_steps_in_episode))
-    tau: float = struct.field(pytree_node=False, default=float(_GYMNAX_DEFAULTS.tau))  # seconds per step
-    theta_threshold_radians: float = struct.field(
-        pytree_node=False, default=float(_GYMNAX_DEFAULTS.theta_threshold_radians))
-    x_threshold: float = struct.field(pytree_node=False, default=float(_GYMNAX_DEFAULTS.x_threshold))
+    max_steps: int = struct.field(pytree_node=False, default=CARTPOLE.max_steps_in_episode)
+    tau: float = struct.field(pytree_node=False, default=CARTPOLE.tau)  # seconds per step
+    theta_threshold_radians: float = struct.field(pytree_node=False, default=CARTPOLE.theta_threshold_radians)
+    x_threshold: float = struct.field(pytree_node=False, default=CARTPOLE.x_threshold)
 
     def __post_init__(self):
         check_max_steps("CartPoleParams", self.max_steps)
@@ -120,22 +118,18 @@ class CartPoleState:
     """An episode in progress: its level and gymnax's state (x, x_dot, theta, theta_dot, time)."""
 
     level: CartPoleLevel
-    physics: gx.EnvState
+    physics: CartPolePhysics
 
     @property
     def time(self) -> jax.Array:
         return self.physics.time
 
 
-def gymnax_params(level: CartPoleLevel, params: CartPoleParams) -> gx.EnvParams:
-    """gymnax's `EnvParams` for a level: its physics (the derived masses computed from it) and
-    our static constants; gymnax's own time limit is set to ours but never consulted."""
-    return gx.EnvParams(
-        gravity=level.gravity, masscart=level.masscart, masspole=level.masspole,
-        total_mass=level.masscart + level.masspole, length=level.length,
-        polemass_length=level.masspole * level.length, force_mag=level.force_mag, tau=params.tau,
-        theta_threshold_radians=params.theta_threshold_radians, x_threshold=params.x_threshold,
-        max_steps_in_episode=params.max_steps)
+def physics_of(level: CartPoleLevel, params: CartPoleParams) -> dict:
+    """The keyword arguments of `cartpole_step` for a level: its physics and our static constants."""
+    return dict(gravity=level.gravity, masscart=level.masscart, masspole=level.masspole, length=level.length,
+                force_mag=level.force_mag, tau=params.tau, theta_threshold=params.theta_threshold_radians,
+                x_threshold=params.x_threshold)
 
 
 class CartPole(Environment):
@@ -153,7 +147,7 @@ class CartPole(Environment):
     def init_state(self, level: CartPoleLevel, params: CartPoleParams) -> CartPoleState:
         """The start of an episode on `level` (deterministic: the start state is in the level)."""
         level = jax.tree.map(lambda v: jnp.asarray(v, jnp.float32), level)
-        physics = gx.EnvState(x=level.x, x_dot=level.x_dot, theta=level.theta, theta_dot=level.theta_dot,
+        physics = CartPolePhysics(x=level.x, x_dot=level.x_dot, theta=level.theta, theta_dot=level.theta_dot,
                               time=jnp.zeros((), jnp.int32))
         return CartPoleState(level=level, physics=physics)
 
@@ -162,16 +156,16 @@ class CartPole(Environment):
 
     def step_env(self, key, state: CartPoleState, action, params: CartPoleParams):
         """gymnax's transition on the level's physics; our time limit."""
-        gp = gymnax_params(state.level, params)
-        _, physics, reward, _, _ = _GYMNAX.step_env(key, state.physics, jnp.asarray(action, jnp.int32), gp)
+        physics, reward = cartpole_step(state.physics, jnp.asarray(action, jnp.int32),
+                                        **physics_of(state.level, params))
         physics = physics.replace(time=jnp.asarray(physics.time, jnp.int32))
-        terminated = _GYMNAX.is_terminated(physics, gp)
+        terminated = cartpole_terminated(physics, params.theta_threshold_radians, params.x_threshold)
         done, truncated = time_limit(physics.time, terminated, params.max_steps)
         info = {"terminated": terminated, "truncated": truncated, "solved": truncated}
         return state.replace(physics=physics), jnp.asarray(reward, jnp.float32), done, info
 
     def get_obs(self, state: CartPoleState, params: CartPoleParams) -> jax.Array:
-        return _GYMNAX.get_obs(state.physics).astype(jnp.float32)
+        return cartpole_obs(state.physics).astype(jnp.float32)
 
     def observation_space(self, params: CartPoleParams) -> Box:
         big = float(jnp.finfo(jnp.float32).max)
@@ -186,8 +180,7 @@ class CartPole(Environment):
 
 def draw_start(key: jax.Array) -> dict[str, jax.Array]:
     """A start state drawn as gymnax's `reset_env` draws it (each coordinate U(-0.05, 0.05))."""
-    _, s = _GYMNAX.reset_env(key, _GYMNAX_DEFAULTS)
-    return {name: jnp.asarray(getattr(s, name), jnp.float32) for name in START}
+    return {name: jnp.asarray(v, jnp.float32) for name, v in zip(START, cartpole_reset_draw(key))}
 
 
 def make_cartpole_generator(ranges: CartPoleRanges = CARTPOLE_RANGES):

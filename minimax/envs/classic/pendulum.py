@@ -1,10 +1,10 @@
-"""Pendulum whose physics is the level: gymnax's Pendulum-v1 dynamics under designed parameters.
+"""Pendulum whose physics is the level: Pendulum-v1's dynamics (gymnax's) under designed parameters.
 
 Why: the swing-up task gets harder as the motor weakens relative to the pendulum's weight (a
 torque above m*g*l/2 can hold it horizontal; below that it has to be swung up in several
 swings), so a level is (max_torque, m, l, g) plus the start angle and angular velocity. The
-dynamics are not re-implemented: every step calls gymnax's `Pendulum.step_env` with a gymnax
-`EnvParams` built from the level, so physics, observation and reward are gymnax's.
+transition is gymnax's Pendulum-v1 step on the level's physics: `minimax.envs.classic.dynamics`
+computes it as gymnax does, checked against gymnax step for step (`tests/test_classic.py`).
 
 Actions are the torque itself, unscaled (gymnax's convention): gymnax clips it to the level's
 +-max_torque, so the same action means the same torque on every level and a weak level just
@@ -25,17 +25,16 @@ import math
 import jax
 import jax.numpy as jnp
 from flax import struct
-from gymnax.environments.classic_control import pendulum as gx
 
 from minimax.envs.classic.common import (
     check_max_steps, check_ranges, fmt, perturbing_mutator, physics_metrics, time_limit, uniform_generator,
     unknown_suite,
 )
+from minimax.envs.classic.dynamics import (
+    PENDULUM, PendulumPhysics, pendulum_obs, pendulum_reset_draw, pendulum_step,
+)
 from minimax.envs.environment import Box, Environment
 from minimax.envs.registry import HeldOutLevel
-
-_GYMNAX = gx.Pendulum()
-_GYMNAX_DEFAULTS = gx.EnvParams()  # gymnax's Pendulum-v1 constants, read rather than copied
 
 PHYSICS = ("max_torque", "m", "l", "g")
 """The designable physical parameters of a level (the fields of `PendulumRanges`)."""
@@ -57,7 +56,7 @@ class PendulumLevel:
 
 def default_physics() -> dict[str, float]:
     """gymnax's default Pendulum-v1 physics, `{name: value}` over `PHYSICS`."""
-    return {name: float(getattr(_GYMNAX_DEFAULTS, name)) for name in PHYSICS}
+    return {name: float(getattr(PENDULUM, name)) for name in PHYSICS}
 
 
 HELD_OUT_START = {"theta": math.pi, "theta_dot": 0.0}
@@ -102,9 +101,9 @@ class PendulumParams:
     """Static parameters (hashable; no array leaves). Defaults are gymnax's Pendulum-v1 values;
     `action_bound` is the bound of `action_space` only (see the module docstring)."""
 
-    max_steps: int = struct.field(pytree_node=False, default=int(_GYMNAX_DEFAULTS.max_steps_in_episode))
-    max_speed: float = struct.field(pytree_node=False, default=float(_GYMNAX_DEFAULTS.max_speed))
-    dt: float = struct.field(pytree_node=False, default=float(_GYMNAX_DEFAULTS.dt))
+    max_steps: int = struct.field(pytree_node=False, default=PENDULUM.max_steps_in_episode)
+    max_speed: float = struct.field(pytree_node=False, default=PENDULUM.max_speed)
+    dt: float = struct.field(pytree_node=False, default=PENDULUM.dt)
     action_bound: float = struct.field(pytree_node=False, default=PENDULUM_RANGES.max_torque[1])
 
     def __post_init__(self):
@@ -116,18 +115,17 @@ class PendulumState:
     """An episode in progress: its level and gymnax's state (theta, theta_dot, last_u, time)."""
 
     level: PendulumLevel
-    physics: gx.EnvState
+    physics: PendulumPhysics
 
     @property
     def time(self) -> jax.Array:
         return self.physics.time
 
 
-def gymnax_params(level: PendulumLevel, params: PendulumParams) -> gx.EnvParams:
-    """gymnax's `EnvParams` for a level: its physics and our static constants (gymnax's time limit
-    is set to ours but never consulted)."""
-    return gx.EnvParams(max_speed=params.max_speed, max_torque=level.max_torque, dt=params.dt, g=level.g,
-                        m=level.m, l=level.l, max_steps_in_episode=params.max_steps)
+def physics_of(level: PendulumLevel, params: PendulumParams) -> dict:
+    """The keyword arguments of `pendulum_step` for a level: its physics and our static constants."""
+    return dict(max_torque=level.max_torque, m=level.m, l=level.l, g=level.g, max_speed=params.max_speed,
+                dt=params.dt)
 
 
 class Pendulum(Environment):
@@ -145,7 +143,7 @@ class Pendulum(Environment):
     def init_state(self, level: PendulumLevel, params: PendulumParams) -> PendulumState:
         """The start of an episode on `level` (deterministic: the start state is in the level)."""
         level = jax.tree.map(lambda v: jnp.asarray(v, jnp.float32), level)
-        physics = gx.EnvState(theta=level.theta, theta_dot=level.theta_dot, last_u=jnp.zeros((), jnp.float32),
+        physics = PendulumPhysics(theta=level.theta, theta_dot=level.theta_dot, last_u=jnp.zeros((), jnp.float32),
                               time=jnp.zeros((), jnp.int32))
         return PendulumState(level=level, physics=physics)
 
@@ -154,16 +152,16 @@ class Pendulum(Environment):
 
     def step_env(self, key, state: PendulumState, action, params: PendulumParams):
         """gymnax's transition on the level's physics; our time limit."""
-        gp = gymnax_params(state.level, params)
-        _, physics, reward, _, _ = _GYMNAX.step_env(key, state.physics, jnp.asarray(action, jnp.float32), gp)
+        physics, reward = pendulum_step(state.physics, jnp.asarray(action, jnp.float32),
+                                        **physics_of(state.level, params))
         physics = physics.replace(time=jnp.asarray(physics.time, jnp.int32))
-        terminated = jnp.asarray(_GYMNAX.is_terminated(physics, gp), jnp.bool_)
+        terminated = jnp.zeros((), jnp.bool_)  # Pendulum has no terminal state
         done, truncated = time_limit(physics.time, terminated, params.max_steps)
         info = {"terminated": terminated, "truncated": truncated, "solved": jnp.zeros((), jnp.bool_)}
         return state.replace(physics=physics), jnp.asarray(reward, jnp.float32), done, info
 
     def get_obs(self, state: PendulumState, params: PendulumParams) -> jax.Array:
-        return _GYMNAX.get_obs(state.physics).astype(jnp.float32)
+        return pendulum_obs(state.physics).astype(jnp.float32)
 
     def observation_space(self, params: PendulumParams) -> Box:
         """A common bound for all three coordinates: max_speed (cos and sin lie in [-1, 1] within it)."""
@@ -178,8 +176,7 @@ class Pendulum(Environment):
 
 def draw_start(key: jax.Array) -> dict[str, jax.Array]:
     """A start state drawn as gymnax's `reset_env` draws it (theta U(-pi, pi), theta_dot U(-1, 1))."""
-    _, s = _GYMNAX.reset_env(key, _GYMNAX_DEFAULTS)
-    return {name: jnp.asarray(getattr(s, name), jnp.float32) for name in START}
+    return {name: jnp.asarray(v, jnp.float32) for name, v in zip(START, pendulum_reset_draw(key))}
 
 
 def make_pendulum_generator(ranges: PendulumRanges = PENDULUM_RANGES):
