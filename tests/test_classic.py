@@ -42,6 +42,41 @@ def to_np(tree):
     return jax.tree.map(np.asarray, tree)
 
 
+# ------------------------------------------------------------ gymnax's steps, recorded
+
+
+@pytest.mark.parametrize("name", ["cartpole", "pendulum"])
+def test_steps_are_gymnaxs_as_recorded(name):
+    """Our step on the recorded (level, state, action) of 256 designed-physics cases equals gymnax 1.0.1's
+    `step_env` as recorded (`python tests/record_references.py gymnax`): obs, reward, done and the next state.
+    Runs without gymnax (the newest leg); tests/test_classic_reference.py runs gymnax live."""
+    from reference_outputs import load, tree  # noqa: PLC0415
+
+    arrays, meta = load(f"gymnax_{name}")
+    assert meta["source"] == "gymnax==1.0.1"
+    env, params = (CARTPOLE, CartPoleParams()) if name == "cartpole" else (PENDULUM, PendulumParams())
+    like = cartpole_level() if name == "cartpole" else pendulum_level()
+    levels, s, actions = tree(like, arrays["levels"]), jnp.asarray(arrays["s"]), jnp.asarray(arrays["actions"])
+    times = jnp.asarray(arrays["times"]) if name == "cartpole" else jnp.zeros(len(s), jnp.int32)
+
+    def ours(level, s, a, t):
+        state = env.init_state(level, params)
+        fields = dict(zip(("x", "x_dot", "theta", "theta_dot") if name == "cartpole" else ("theta", "theta_dot"), s))
+        state = state.replace(physics=state.physics.replace(**fields, time=t))
+        obs, state, reward, done, _ = env.step(jax.random.key(0), state, a, params)
+        return obs, reward, done, state.physics
+
+    obs, reward, done, physics = to_np(jax.jit(jax.vmap(ours))(levels, s, actions, times))
+    np.testing.assert_allclose(obs, arrays["obs"], **TOL)
+    np.testing.assert_allclose(reward, arrays["reward"], **TOL)
+    np.testing.assert_array_equal(done, arrays["done"])
+    recorded = {k[len("state_"):] for k in arrays if k.startswith("state_")}
+    assert recorded == {f.name for f in dataclasses.fields(physics)}  # gymnax's EnvState fields, ours by name
+    for field in recorded:
+        np.testing.assert_allclose(getattr(physics, field), arrays[f"state_{field}"], **TOL, err_msg=field)
+    assert 0.05 < np.mean(arrays["done"]) < 0.95 or name == "pendulum"  # both outcomes recorded
+
+
 # ------------------------------------------------------------ our time limit and flags
 
 

@@ -47,6 +47,32 @@ def to_np(tree):
 # ------------------------------------------------------------ transitions equal gymnax's
 
 
+def assert_recorded_is(name, theirs):
+    """The recording that tests/test_classic.py reads where gymnax is absent is gymnax's step today."""
+    from reference_outputs import load  # noqa: PLC0415
+
+    arrays, _ = load(f"gymnax_{name}")
+    g_obs, g_reward, g_done, g_state = theirs
+    live = {"obs": g_obs, "reward": g_reward, "done": g_done,
+            **{f"state_{field}": getattr(g_state, field) for field in g_state.__dataclass_fields__}}
+    assert set(live) == {k for k in arrays if k in live or k.startswith("state_")}, sorted(arrays)
+    for key, value in live.items():
+        np.testing.assert_allclose(arrays[key], value, **TOL, err_msg=f"{name} {key}")
+
+
+def record(name: str, outputs) -> dict:
+    """The arrays of a recording: the inputs (levels, states, actions, times) and gymnax's outputs."""
+    _, (g_obs, g_reward, g_done, g_state), inputs = to_np(outputs)
+    if name == "cartpole":
+        s, times, levels, actions = inputs
+        inputs = {"s": s, "times": times, "levels": levels, "actions": actions}
+    else:
+        levels, actions, s = inputs
+        inputs = {"s": s, "levels": levels, "actions": actions}
+    return {**inputs, "obs": g_obs, "reward": g_reward, "done": g_done,
+            **{f"state_{field}": getattr(g_state, field) for field in g_state.__dataclass_fields__}}
+
+
 @jax.jit
 def cartpole_vs_gymnax(key):
     """Our step and gymnax's `step_env` on N random (level, state, action): generated physics
@@ -78,12 +104,13 @@ def cartpole_vs_gymnax(key):
 
     keys = jax.random.split(k_step, N)
     return (jax.vmap(ours)(keys, levels, s, actions, times), jax.vmap(theirs)(keys, levels, s, actions, times),
-            (s, times))
+            (s, times, levels, actions))
 
 
 def test_cartpole_step_equals_gymnax_on_designed_physics():
-    (obs, reward, done, info, state), (g_obs, g_reward, g_done, g_state), (s, times) = to_np(
+    (obs, reward, done, info, state), (g_obs, g_reward, g_done, g_state), (s, times, _, _) = to_np(
         cartpole_vs_gymnax(jax.random.key(0)))
+    assert_recorded_is("cartpole", (g_obs, g_reward, g_done, g_state))
     np.testing.assert_allclose(obs, g_obs, **TOL)
     for name in dynamics.CartPolePhysics.__dataclass_fields__:
         np.testing.assert_allclose(getattr(state, name), getattr(g_state, name), **TOL, err_msg=name)
@@ -126,12 +153,13 @@ def pendulum_vs_gymnax(key):
         return obs, reward, done, gs
 
     keys = jax.random.split(k_step, N)
-    return jax.vmap(ours)(keys, levels, s, actions), jax.vmap(theirs)(keys, levels, s, actions), (levels, actions)
+    return jax.vmap(ours)(keys, levels, s, actions), jax.vmap(theirs)(keys, levels, s, actions), (levels, actions, s)
 
 
 def test_pendulum_step_equals_gymnax_on_designed_physics():
-    (obs, reward, done, info, state), (g_obs, g_reward, g_done, g_state), (levels, actions) = to_np(
+    (obs, reward, done, info, state), (g_obs, g_reward, g_done, g_state), (levels, actions, _) = to_np(
         pendulum_vs_gymnax(jax.random.key(1)))
+    assert_recorded_is("pendulum", (g_obs, g_reward, g_done, g_state))
     np.testing.assert_allclose(obs, g_obs, **TOL)
     for name in dynamics.PendulumPhysics.__dataclass_fields__:
         np.testing.assert_allclose(getattr(state, name), getattr(g_state, name), **TOL, err_msg=name)

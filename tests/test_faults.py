@@ -126,9 +126,11 @@ def test_a_second_process_on_a_run_fails_naming_the_holder_and_a_dead_ones_lock_
                                                                                             capsys):
     shutil.copytree(reference.run_dir, tmp_path / "reference")
     run_dir = tmp_path / "reference"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from minimax.training.run_lock import RunLock; "
-                               "lock = RunLock(sys.argv[1]).acquire(); print('locked', flush=True); time.sleep(120)",
-                               str(run_dir)], stdout=subprocess.PIPE, text=True)
+    # The holder keeps the lock until it is killed (it waits on its stdin, which stays open): no sleep whose end a
+    # busy machine could reach before the checks below (issue 69).
+    holder = subprocess.Popen([sys.executable, "-c", "import sys; from minimax.training.run_lock import RunLock; "
+                               "lock = RunLock(sys.argv[1]).acquire(); print('locked', flush=True); sys.stdin.read()",
+                               str(run_dir)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(RunError, match=rf"in use by process {holder.pid}"):

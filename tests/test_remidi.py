@@ -34,11 +34,18 @@ SMALL = dict(method="remidi", maze_height=5, maze_width=5, n_walls=3, max_episod
 REFERENCE = Path(os.environ.get("REMIDI_REPO", "/work/.mirror/Michael-Beukman+ReMiDi/repo"))
 
 
+CASE = {**SMALL, "maze_height": 9, "maze_width": 9, "n_walls": 12}
+
+
 @pytest.fixture(scope="module")
 def case():
+    return make_case()
+
+
+def make_case():
     """Four played 9x9 levels and, as the earlier stages' levels, copies of the first three (the third with
     its goal moved, seen only once it comes into view) and two unrelated levels; a rollout of 24 steps."""
-    runner = build_runner(TrainConfig.from_options(**{**SMALL, "maze_height": 9, "maze_width": 9, "n_walls": 12}))
+    runner = build_runner(TrainConfig.from_options(**CASE))
     state = runner.init(jax.random.key(0))
     _, levels = new_levels(runner, jax.random.key(1), state.training_set, runner.n)
     moved = levels.replace(goal_pos=levels.goal_pos.at[2].set(9 - 1 - levels.goal_pos[2]))
@@ -151,6 +158,7 @@ def _their_masks(module, env, params, levels, rollout, earlier, considered):
 
 
 CONSIDERED = jnp.asarray([True, True, True, False, True, True])
+SKIPPING = jnp.asarray([False, False, False, True, False, True])
 
 
 def test_the_masks_follow_the_authors_rule(case):
@@ -167,13 +175,44 @@ def test_the_masks_follow_the_authors_rule(case):
     grouped = jax.jit(lambda r, e, c, g: train_mask(env, params, r.obs, r.actions, r.reset, e, c, group=g),
                       static_argnames="g")
     np.testing.assert_array_equal(grouped(rollout, earlier, CONSIDERED, 2), masks)
-    skipping = jnp.asarray([False, False, False, True, False, True])
-    np.testing.assert_array_equal(grouped(rollout, earlier, skipping, 3),
-                                  _transcribed(env, params, rollout, earlier, skipping))
+    np.testing.assert_array_equal(grouped(rollout, earlier, SKIPPING, 3),
+                                  _transcribed(env, params, rollout, earlier, SKIPPING))
+
+
+def recorded_case():
+    """The recording of the authors' wrapper (tests/data/reference/remidi_masks.*, `python
+    tests/record_references.py remidi`): the played levels, the earlier stages' levels, the rollout's
+    observations, actions and episode starts, and the masks their wrapper gave for `CONSIDERED` and `SKIPPING`.
+    AMaze's observations are integers, so our masks on the recorded inputs are exact on every CPU."""
+    from reference_outputs import load, tree  # noqa: PLC0415
+
+    from minimax.envs.maze import make_dr_generator  # noqa: PLC0415
+    from minimax.training.builder import make  # noqa: PLC0415
+
+    env, params = make("maze", **{k: v for k, v in CASE.items() if k in ("maze_height", "maze_width", "n_walls",
+                                                                         "max_episode_steps", "n_actions")})
+    like = make_dr_generator(9, 9, 12)(jax.random.key(0))
+    arrays, meta = load("remidi_masks")
+    obs_like = env.get_obs(env.init_state(like, params), params)
+    return (env, params, tree(like, arrays["levels"]), tree(like, arrays["earlier"]), tree(obs_like, arrays["obs"]),
+            arrays, meta)
+
+
+def test_the_masks_are_the_authors_wrappers_as_recorded():
+    """Our masks on the recorded rollout equal the masks the authors' `ParallelStepWrapper`, run beside each
+    env, gave on it (recorded from their repository at the commit in the recording's JSON)."""
+    env, params, _, earlier, obs, arrays, meta = recorded_case()
+    assert meta["source"].startswith("Michael-Beukman/ReMiDi@")
+    for name, considered in (("considered", CONSIDERED), ("skipping", SKIPPING)):
+        masks = train_mask(env, params, obs, jnp.asarray(arrays["actions"]), jnp.asarray(arrays["reset"]), earlier,
+                           considered)
+        np.testing.assert_array_equal(np.asarray(masks), arrays[f"masks_{name}"], err_msg=name)
+    assert arrays["masks_considered"][:, 3].all() and not arrays["masks_considered"][:, :2].any()
 
 
 @pytest.mark.reference  # the authors' wrapper run live beside the env
 def test_the_masks_match_the_authors_wrapper_run_beside_the_env(case, monkeypatch):
+    """Live: on this run's rollout, and on the recorded one (so the recording is still what their code gives)."""
     module = _their_wrapper()
     if module is None:
         pytest.skip(f"no snapshot of Michael-Beukman/ReMiDi at {REFERENCE} (set REMIDI_REPO)")
@@ -183,6 +222,12 @@ def test_the_masks_match_the_authors_wrapper_run_beside_the_env(case, monkeypatc
                                   earlier, CONSIDERED))
     theirs = _their_masks(module, runner.env, runner.env_params, levels, rollout, earlier, CONSIDERED)
     np.testing.assert_array_equal(masks, theirs)
+    env, params, rec_levels, rec_earlier, rec_obs, arrays, _ = recorded_case()
+    recorded_rollout = rollout.replace(obs=rec_obs, actions=jnp.asarray(arrays["actions"]),
+                                       reset=jnp.asarray(arrays["reset"]))
+    for name, considered in (("considered", CONSIDERED), ("skipping", SKIPPING)):
+        again = _their_masks(module, env, params, rec_levels, recorded_rollout, rec_earlier, considered)
+        np.testing.assert_array_equal(again, arrays[f"masks_{name}"], err_msg=name)
 
 
 @pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)

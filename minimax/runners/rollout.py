@@ -8,6 +8,7 @@ level-score functions need, time-major `[T, N]`.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 import jax
@@ -140,17 +141,25 @@ def rollout_randomness(key, apply_fn, params, stream: EnvStream, num_steps: int,
     return jax.vmap(noise_per_element, in_axes=(0, None))(act_keys, like), pairs[:, 1]
 
 
+@functools.lru_cache(maxsize=None)
+def replaying_step(env):
+    """`ReplayAutoReset(env).step`, jitted once per environment object (the params static): a program that plays
+    levels several times at the same shapes (new, replayed and mutated levels; the scores' rollouts) traces the
+    environment's step once, as `traced_once` does the model's (`agents/ppo.py`); XLA inlines the call."""
+    return jax.jit(ReplayAutoReset(env).step, static_argnums=3)
+
+
 def play_levels(key, env, env_params, apply_fn, params, initial_carry, levels, num_steps: int,
                 shard: Shard = NO_SHARD, unroll: int = 1) -> Rollout:
     """`num_steps` steps of one env per level from its start, each env replaying its level when an
     episode ends (the PLR family's replays and scoring, the students of PAIRED). `initial_carry`:
     the recurrent carry for the batch (zeroed anyway: the first observation starts an episode)."""
-    replay_env = ReplayAutoReset(env)
+    replay_step = replaying_step(env)
     n = jax.tree.leaves(levels)[0].shape[0]
 
     def env_step(key, env_state, actions):
         keys = shard.env_keys(key, n)
-        return jax.vmap(replay_env.step, in_axes=(0, 0, 0, None))(keys, env_state, actions, env_params)
+        return jax.vmap(replay_step, in_axes=(0, 0, 0, None))(keys, env_state, actions, env_params)
 
     env_state = jax.vmap(env.init_state, in_axes=(0, None))(levels, env_params)
     obs = jax.vmap(env.get_obs, in_axes=(0, None))(env_state, env_params)

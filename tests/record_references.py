@@ -1,0 +1,71 @@
+"""Record the authors' outputs that the suite's comparisons read (tests/reference_outputs.py), from their code:
+
+    python tests/record_references.py remidi    # needs a snapshot of Michael-Beukman/ReMiDi (REMIDI_REPO)
+
+Each recording names its source commit, the versions it ran under and this command in its JSON. The
+`reference` tier (`python -m pytest -m reference`, CI's floor leg) runs the same code live and checks the
+recording against it, so a recording that no longer matches the authors' code fails there."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+from reference_outputs import save  # noqa: E402
+
+
+def versions() -> dict:
+    import importlib.metadata as md  # noqa: PLC0415
+
+    return {name: md.version(name) for name in ("jax", "jaxlib", "flax", "numpy")} | {"python": sys.version.split()[0]}
+
+
+def record_remidi() -> None:
+    import test_remidi as case  # noqa: PLC0415
+
+    module = case._their_wrapper()
+    if module is None:
+        raise SystemExit(f"no snapshot of Michael-Beukman/ReMiDi at {case.REFERENCE}: set REMIDI_REPO")
+    jax.tree_map = jax.tree.map  # their code's name for jax.tree.map
+    runner, levels, rollout, earlier = case.make_case()
+    env, params = runner.env, runner.env_params
+    masks = {f"masks_{name}": case._their_masks(module, env, params, levels, rollout, earlier, considered)
+             for name, considered in (("considered", case.CONSIDERED), ("skipping", case.SKIPPING))}
+    commit = subprocess.run(["git", "-C", str(case.REFERENCE), "rev-parse", "HEAD"], capture_output=True,
+                            text=True, check=True).stdout.strip()
+    save("remidi_masks", {"levels": levels, "earlier": earlier, "obs": rollout.obs,
+                          "actions": np.asarray(rollout.actions), "reset": np.asarray(rollout.reset), **masks},
+         {"source": f"Michael-Beukman/ReMiDi@{commit}", "code": "lib/wrappers/parallel_step.py: ParallelStepWrapper",
+          "what": "should_train_on_mask per step and env, their wrapper run beside each env (tests/test_remidi.py)",
+          "versions": versions(), "command": "python tests/record_references.py remidi"})
+
+
+def record_gymnax() -> None:
+    import importlib.metadata as md  # noqa: PLC0415
+
+    import test_classic_reference as classic  # noqa: PLC0415 (needs gymnax: the `reference` extra)
+
+    for name, outputs in (("cartpole", classic.cartpole_vs_gymnax(jax.random.key(0))),
+                          ("pendulum", classic.pendulum_vs_gymnax(jax.random.key(1)))):
+        save(f"gymnax_{name}", classic.record(name, outputs),
+             {"source": f"gymnax=={md.version('gymnax')}", "code": f"gymnax.environments.classic_control.{name}: step_env",
+              "what": "gymnax's step on 256 designed physics, states and actions (tests/test_classic_reference.py)",
+              "versions": versions(), "command": "python tests/record_references.py gymnax"})
+
+
+RECORDERS = {"gymnax": record_gymnax, "remidi": record_remidi}
+
+if __name__ == "__main__":
+    names = sys.argv[1:] or sorted(RECORDERS)
+    unknown = [n for n in names if n not in RECORDERS]
+    if unknown:
+        raise SystemExit(f"unknown recording {unknown}; known: {', '.join(RECORDERS)}")
+    for name in names:
+        RECORDERS[name]()
+        print(f"recorded {name}")
