@@ -45,6 +45,8 @@ def test_a_documented_training_command_parses(where, argv, tmp_path, monkeypatch
         return
     if any("kinetix" in a for a in argv) and importlib.util.find_spec("kinetix") is None:
         pytest.skip("the Kinetix extra is not installed (building the config loads the environment)")
+    if any("jaxnav" in a for a in argv) and importlib.util.find_spec("jaxmarl") is None:
+        pytest.skip("the JaxNav extra is not installed (building the config loads the environment)")
     monkeypatch.chdir(tmp_path)  # the files the commands name, as a user would have them
     (tmp_path / "runs" / "smoke").mkdir(parents=True)
     PRESETS["dr"].replace(run_name="smoke").save(tmp_path / "runs" / "smoke" / "config.json")

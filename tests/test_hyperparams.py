@@ -81,6 +81,7 @@ def test_a_resume_and_another_learning_rate_in_the_same_process_compile_nothing(
     assert program_key(cfg.replace(num_steps=8), layout) != program_key(cfg, layout)
 
 
+@pytest.mark.e2e  # the sweep's command line (tests/conftest.py's tiers)
 def test_a_sweep_is_one_program_whose_points_are_their_lone_runs(tmp_path, capsys):
     """Two lr points x 2 seeds as one program of 4 lanes: each point's directory holds the rows, config and
     checkpoints its lone run writes (floats to the last bits: the program is vmapped over 4 lanes, not 2),

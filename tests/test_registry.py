@@ -98,6 +98,10 @@ def test_no_suite_hides_behind_evaluates_default():
     from minimax.evaluation.evaluate import DEFAULT_SUITE
 
     for name in env_names():
-        spec = get_env(name)
+        try:
+            spec = get_env(name)
+        except ValueError as err:  # an optional environment whose package is not installed (the registry says so)
+            assert "pip install" in str(err), err
+            continue
         assert DEFAULT_SUITE not in spec.suites, name
         assert spec.test_suite in spec.suites and spec.default_suite in spec.suites, name
