@@ -84,21 +84,14 @@ def tier_of(item) -> str:
     return "contract" if item.get_closest_marker("contract") else "unit"
 
 
-@pytest.hookimpl(tryfirst=True)  # before `-m` reads the markers and before xdist reads the groups
+@pytest.hookimpl(tryfirst=True)  # before `-m` reads the markers
 def pytest_collection_modifyitems(config, items):
-    """Mark every test with its tier and its xdist group, then leave out the e2e tier unless asked: `--slow`, a
-    `-m` expression, or a test file named on the command line (`tests/test_scale.py`, or a node id in it),
-    whose tests all run.
-
-    Groups (`--dist loadgroup`, pyproject.toml): a test's own `xdist_group` (the tests of one method's canonical
-    program: one worker compiles it, and its tests read it there), else its file's, so that a file's
-    module-level caches stay in one process, as `--dist loadfile` kept them."""
+    """Mark every test with its tier, then leave out the e2e tier unless asked: `--slow`, a `-m` expression, or
+    a test file named on the command line (`tests/test_scale.py`, or a node id in it), whose tests all run."""
     for item in items:
         tier = tier_of(item)
         if not item.get_closest_marker(tier):
             item.add_marker(tier)
-        if not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(os.path.basename(item.path)))
     if config.getoption("--slow") or config.option.markexpr:
         return
     files = (arg.split("::")[0] for arg in config.args)

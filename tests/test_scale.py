@@ -1,6 +1,6 @@
 """Scale: seeds in one program, shard_map over (forced CPU) devices, and a two-process run.
 
-Every test here is an end-to-end check of minutes (`slow`): the default `python -m pytest` leaves
+Every test here is an end-to-end check of minutes (the `e2e` tier): the default `python -m pytest` leaves
 them out; `--slow` runs them, and CI's floor leg does (as does naming this file).
 
 The comparisons here are between *different* compiled programs (vmapped seeds vs one seed
