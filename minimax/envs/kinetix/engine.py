@@ -19,6 +19,7 @@ import sys
 import types
 
 import jax
+import jax.numpy as jnp
 
 
 def _register_util_package() -> None:
@@ -36,6 +37,36 @@ def _register_util_package() -> None:
 
 
 _register_util_package()
+
+
+class _NumpyWith2DCross(types.ModuleType):
+    """`jax.numpy` for jax2d's modules, whose `cross` also takes 2-D vectors: the z-component `a0 b1 - a1 b0`
+    (over the last axis), which jax 0.11 deprecated and jax 0.12 refuses ("Dimension must be 3"). jax2d 1.0.2
+    (Kinetix's engine) calls it on 2-D vectors for every torque and impulse, so without this every Kinetix
+    step fails on the newest jax. Installed on every jax, so all versions compute the same operations."""
+
+    def __getattr__(self, name):
+        return getattr(jnp, name)
+
+    @staticmethod
+    def cross(a, b, *args, **kwargs):
+        a, b = jnp.asarray(a), jnp.asarray(b)
+        if a.shape[-1:] == (2,) and b.shape[-1:] == (2,) and not args and not kwargs:
+            return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+        return jnp.cross(a, b, *args, **kwargs)
+
+
+def _engine_with_2d_cross() -> None:
+    import jax2d.collision  # noqa: PLC0415
+    import jax2d.engine  # noqa: PLC0415
+    import jax2d.joint  # noqa: PLC0415
+
+    for module in (jax2d.collision, jax2d.engine, jax2d.joint):
+        if not isinstance(module.jnp, _NumpyWith2DCross):
+            module.jnp = _NumpyWith2DCross("jax.numpy")
+
+
+_engine_with_2d_cross()
 
 from kinetix.environment import (  # noqa: E402
     ActionType, EnvParams, EnvState, ObservationType, UEDParams, make_kinetix_env, make_mutate_env,
