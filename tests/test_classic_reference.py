@@ -16,32 +16,15 @@ import pytest
 gx_cartpole = pytest.importorskip("gymnax.environments.classic_control.cartpole")
 from gymnax.environments.classic_control import pendulum as gx_pendulum  # noqa: E402
 
-from minimax.envs.classic import (  # noqa: E402
-    CartPole, CartPoleParams, Pendulum, PendulumParams, cartpole_level, make_cartpole_generator,
-    make_pendulum_generator, pendulum_level,
-)
+from minimax.envs.classic import CartPoleParams, PendulumParams, cartpole_level, pendulum_level  # noqa: E402
 from minimax.envs.classic import dynamics  # noqa: E402
 from minimax.envs.classic import cartpole as cp  # noqa: E402
 from minimax.envs.classic import pendulum as pd  # noqa: E402
+from test_classic import (  # noqa: E402 (the unit file's envs, generators, tolerance and tree helpers)
+    CARTPOLE, CARTPOLE_GEN, N, PENDULUM, PENDULUM_GEN, TOL, concat, stack, to_np,
+)
 
 pytestmark = pytest.mark.reference
-
-TOL = dict(rtol=1e-5, atol=1e-6)
-CARTPOLE, PENDULUM = CartPole(), Pendulum()
-CARTPOLE_GEN, PENDULUM_GEN = make_cartpole_generator(), make_pendulum_generator()
-N = 256  # batch of random levels / states per equivalence check
-
-
-def stack(levels):
-    return jax.tree.map(lambda *xs: jnp.stack(xs), *levels)
-
-
-def concat(a, b):
-    return jax.tree.map(lambda x, y: jnp.concatenate([x, y]), a, b)
-
-
-def to_np(tree):
-    return jax.tree.map(np.asarray, tree)
 
 
 # ------------------------------------------------------------ transitions equal gymnax's
