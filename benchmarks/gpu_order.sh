@@ -46,16 +46,26 @@ export -f suite
 export extra
 # A row costs 35-70 s on an H100 (compile, warm buffer, timed calls); on 2026-11-27 a budget of deadline / 2 - 20
 # (240 s) reached five rows. The six 10-seed rows come first: they give the projected Table 2 hours.
-part suite 120 suite "$root" --time-budget "$((deadline * 11 / 20))" \
-    --rows dr:10:0,plr:10:0,accel:10:0,paired:10:0,paccel:10:0,pplr:10:0,dr:1:0
-part profile 100 env PYTHONPATH="$root:${PYTHONPATH:-}" python3 benchmarks/gpu_profile.py --preset plr --seeds 10 \
-    --trace-dir /tmp/profile $extra
-[ -d .gpu/before/benchmarks ] && part before 90 suite "$root/.gpu/before" --time-budget 45 --rows plr:10:0,accel:10:0
-part bf16 90 suite "$root" --time-budget 45 --rows dr:10:0,paired:10:0 --set matmul_dtype=bfloat16
-part flags 110 env XLA_FLAGS="--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL ${XLA_FLAGS:-}" \
-    bash -c 'suite "$1" --time-budget 70 --rows dr:1:0,dr:10:0,plr:10:0' _ "$root"
-part unroll 90 suite "$root" --time-budget 45 --rows dr:10:32,plr:10:32
-part sweep 100 env PYTHONPATH="$root:${PYTHONPATH:-}" python3 benchmarks/lane_cost.py --table5 --lanes 10,100 \
-    --updates 5 --out "$out/lane_cost.json"
-part curricula 60 suite "$root" --time-budget "$(( $(left) > 71 ? $(left) - 70 : 1 ))" --rows pace:10:0,cenie:10:0,traced:10:0,remidi:10:0
+# GPU_ORDER_PARTS picks and orders the parts (default: all, in the order above), e.g. after a session that measured
+# the suite: GPU_ORDER_PARTS="flags unroll sweep curricula bf16" bash benchmarks/gpu_order.sh 530
+run_part() {
+    case $1 in
+    suite) part suite 120 suite "$root" --time-budget "$((deadline * 11 / 20))" \
+        --rows dr:10:0,plr:10:0,accel:10:0,paired:10:0,paccel:10:0,pplr:10:0,dr:1:0 ;;
+    profile) part profile 100 env PYTHONPATH="$root:${PYTHONPATH:-}" python3 benchmarks/gpu_profile.py --preset plr \
+        --seeds 10 --trace-dir /tmp/profile $extra ;;
+    before) [ -d .gpu/before/benchmarks ] && part before 90 suite "$root/.gpu/before" --time-budget 45 \
+        --rows plr:10:0,accel:10:0 ;;
+    bf16) part bf16 90 suite "$root" --time-budget 45 --rows dr:10:0,paired:10:0 --set matmul_dtype=bfloat16 ;;
+    flags) part flags 110 env XLA_FLAGS="--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL ${XLA_FLAGS:-}" \
+        bash -c 'suite "$1" --time-budget 70 --rows dr:1:0,dr:10:0,plr:10:0' _ "$root" ;;
+    unroll) part unroll 90 suite "$root" --time-budget 45 --rows dr:10:32,plr:10:32 ;;
+    sweep) part sweep 100 env PYTHONPATH="$root:${PYTHONPATH:-}" python3 benchmarks/lane_cost.py --table5 \
+        --lanes 10,100 --updates 5 --out "$out/lane_cost.json" ;;
+    curricula) part curricula 60 suite "$root" --time-budget "$(( $(left) > 71 ? $(left) - 70 : 1 ))" \
+        --rows pace:10:0,cenie:10:0,traced:10:0,remidi:10:0 ;;
+    *) echo "== $1: no such part (suite profile before bf16 flags unroll sweep curricula)" | tee -a "$out/order.log" ;;
+    esac
+}
+for name in ${GPU_ORDER_PARTS:-suite profile before bf16 flags unroll sweep curricula}; do run_part "$name"; done
 echo "== order done at ${SECONDS} s" | tee -a "$out/order.log"
