@@ -1,5 +1,9 @@
-"""The small training config the run-level tests share (tests/test_train.py, test_faults.py,
-test_scale.py), so the suite compiles its programs once (the compilation cache serves the rest)."""
+"""The small training configs the tests share, so the suite compiles each program once: `TINY`, the run-level
+tests' (tests/test_train.py, test_faults.py, test_scale.py: the loop's programs, kept in the process and in the
+compilation cache), and `CANONICAL`, the curricula's canonical program (`canonical_run`)."""
+
+import functools
+from typing import NamedTuple
 
 from minimax.config import TrainConfig
 
@@ -40,3 +44,50 @@ def trains_resumes_and_makes_train(cfg: TrainConfig):
     assert without_timing(read_rows(again.run_dir)) == without_timing(rows)
     out = jax.jit(jax.vmap(make_train(cfg.replace(seeds="", num_updates=2))))(jax.random.split(jax.random.key(0), 2))
     return rows, out["runner_state"]
+
+
+CANONICAL = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, n_actions=3, recurrent_size=16,
+                 num_envs=4, num_steps=16, n_epochs=2, lr=3e-3, buffer_size=16, min_fill_ratio=0.25,
+                 n_mutations=3, replay_prob=0.5, num_updates=4, log_every=2, eval_every=0, checkpoint_every=2,
+                 progress=False)
+"""The curricula's small config (issue 69's canonical program): episodes end within a 16-step rollout, so every
+level gets a score; a 16-level buffer is ready after one cycle of 4 new levels."""
+CANONICAL_CYCLES = 3
+
+
+class CanonicalRun(NamedTuple):
+    config: TrainConfig
+    runner: object       # the runner `make_train` drives (the config's values)
+    keys: object         # the two seeds' root keys
+    states: object       # each seed's runner state after CANONICAL_CYCLES cycles (leaves [2, ...])
+    metrics: dict        # {name: [2, CANONICAL_CYCLES]}: each cycle's `runner.step` metrics, on the host
+
+
+@functools.cache
+def canonical_program(method: str):
+    """`(config, make_train's train, jit(vmap(train)))` for `method` on `CANONICAL`: `CANONICAL_CYCLES` cycles
+    (`--budget cycles`: one unit is one `runner.step`), vmapped over seeds and traced options. One per method and
+    process: every `canonical_run` of the method, whatever its traced values, runs this one compiled program."""
+    import jax  # noqa: PLC0415
+
+    from minimax.training.make_train import make_train  # noqa: PLC0415
+
+    cfg = TrainConfig.from_options(**{**CANONICAL, "method": method, "budget": "cycles",
+                                      "num_updates": CANONICAL_CYCLES, "log_every": CANONICAL_CYCLES,
+                                      "checkpoint_every": CANONICAL_CYCLES})
+    train = make_train(cfg)
+    return cfg, train, jax.jit(jax.vmap(train))
+
+
+@functools.cache
+def canonical_run(method: str, **traced) -> CanonicalRun:
+    """Two seeds of `method`'s canonical program, with the traced options in `traced` (e.g. `replay_prob=1.0`)
+    passed as data: a test that varies a hyperparameter reads the same compiled program."""
+    import jax  # noqa: PLC0415
+
+    from minimax.config.hyperparams import hp_arrays  # noqa: PLC0415
+
+    cfg, train, program = canonical_program(method)
+    keys = jax.random.split(jax.random.key(0), 2)
+    out = program(keys, hp_arrays(cfg, [traced] if traced else None, repeat=2))
+    return CanonicalRun(cfg, train.runner, keys, out["runner_state"], jax.device_get(out["metrics"]))

@@ -41,9 +41,11 @@ FAST_COMPILE = {"xla_backend_optimization_level": 0}
 
 
 @functools.cache
-def rollouts():
+def rollouts(with_theirs: bool = False):
     """`(generated levels, craftax generate_world of the same keys (canonical), first observations
-    ours and theirs, trajectories)`: one compiled program over a batch of worlds."""
+    ours and theirs, trajectories)`: one compiled program over a batch of worlds. Without `with_theirs`
+    (the unit tier's checks of our episode contract) craftax's side is left out, and its entries are None:
+    its step is half the program's compile time, and the `reference` tests compare the two."""
     ours = ReplayAutoReset(ENV)
     theirs = CraftaxClassicSymbolicEnvNoAutoReset()
     generate = make_world_generator(PARAMS)
@@ -51,11 +53,9 @@ def rollouts():
     def play(key, lava):
         key_world, key_actions, key_steps = jax.random.split(key, 3)
         generated = generate(key_world)
-        their_generated = generate_world(key_world, PARAMS.craftax_params, PARAMS.craftax_static_params)
         row, col = generated.player_position[0], generated.player_position[1] - 1  # LEFT of the start
         level = generated.replace(map=generated.map.at[row, col].set(
             jnp.where(lava, BlockType.LAVA.value, generated.map[row, col])))
-        their_start = their_generated.replace(map=level.map)
         obs0, state = ours.reset_to_level(key_world, level, PARAMS)
         actions = jax.random.randint(key_actions, (STEPS,), 0, 17)
         actions = actions.at[0].set(jnp.where(lava, Action.LEFT.value, actions[0]))
@@ -64,15 +64,20 @@ def rollouts():
             state, their_state = carry
             action, key = step
             obs, state, reward, done, info = ours.step(key, state, action, PARAMS)
-            _, their_state, their_reward, their_done, _ = theirs.step_env(
-                key, their_state, action, PARAMS.craftax_params)
-            # craftax's leaves include Python ints (its `Inventory` defaults): select leaf by leaf.
-            their_state = jax.tree.map(lambda a, b: jnp.where(their_done, a, b), their_start, their_state)
-            out = dict(obs=obs, reward=reward, done=done, info=info, timestep=state.world.timestep,
-                       their_obs=theirs.get_obs(their_state), their_reward=their_reward,
-                       their_done=their_done)
+            out = dict(obs=obs, reward=reward, done=done, info=info, timestep=state.world.timestep)
+            if with_theirs:
+                _, their_state, their_reward, their_done, _ = theirs.step_env(
+                    key, their_state, action, PARAMS.craftax_params)
+                # craftax's leaves include Python ints (its `Inventory` defaults): select leaf by leaf.
+                their_state = jax.tree.map(lambda a, b: jnp.where(their_done, a, b), their_start, their_state)
+                out.update(their_obs=theirs.get_obs(their_state), their_reward=their_reward, their_done=their_done)
             return (state, their_state), out
 
+        if not with_theirs:
+            _, trajectory = jax.lax.scan(body, (state, None), (actions, jax.random.split(key_steps, STEPS)))
+            return generated, None, obs0, None, trajectory
+        their_generated = generate_world(key_world, PARAMS.craftax_params, PARAMS.craftax_static_params)
+        their_start = their_generated.replace(map=level.map)
         _, trajectory = jax.lax.scan(body, (state, their_start), (actions, jax.random.split(key_steps, STEPS)))
         return generated, canonical_world(their_generated), obs0, theirs.get_obs(their_start), trajectory
 
@@ -97,7 +102,7 @@ def assert_trees_equal(a, b):
 
 @pytest.mark.reference  # craftax's own functions run live beside ours
 def test_generator_is_craftax_generate_world():
-    levels, their_starts, *_ = rollouts()
+    levels, their_starts, *_ = rollouts(with_theirs=True)
     assert_trees_equal(levels, their_starts)
     assert levels.map.shape == (N_WORLDS, *PARAMS.map_size) and levels.map.dtype == jnp.int32
     assert levels.state_rng.dtype == jnp.uint32  # raw key data: hashable, checkpointable
@@ -105,7 +110,7 @@ def test_generator_is_craftax_generate_world():
 
 @pytest.mark.reference  # craftax's own functions run live beside ours
 def test_step_equals_craftax_step():
-    _, _, obs0, their_obs0, t = rollouts()
+    _, _, obs0, their_obs0, t = rollouts(with_theirs=True)
     np.testing.assert_allclose(obs0, their_obs0, atol=1e-6)
     np.testing.assert_allclose(t["obs"], t["their_obs"], atol=1e-6)
     np.testing.assert_allclose(t["reward"], t["their_reward"], atol=1e-6)

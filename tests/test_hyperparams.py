@@ -44,7 +44,7 @@ def test_a_traced_value_trains_as_the_config_with_that_value():
     other = jax.jit(jax.vmap(make_train(base.replace(lr=1e-3))))(keys)["metrics"]
     train_fn = jax.jit(jax.vmap(make_train(base)))
     as_data = train_fn(keys, hp_arrays(base, [{"lr": 1e-3}], repeat=2))["metrics"]
-    own = train_fn(keys)["metrics"]
+    own = train_fn(keys, hp_arrays(base, repeat=2))["metrics"]  # the same program: its own lr as data
     for name in ("value_loss", "policy_loss", "learning_rate"):
         np.testing.assert_allclose(as_data[name], other[name], rtol=1e-4, atol=1e-7)
     assert np.abs(np.asarray(own["value_loss"]) - np.asarray(other["value_loss"])).max() > 1e-6

@@ -197,6 +197,7 @@ def snake_maze(size=99):
     return Level.create(walls, (goal_x, size - 1), (0, 0), 0)
 
 
+@pytest.mark.e2e  # a 99-wide maze played for 10,000 steps: 7 s of compiling and running (the --slow tier)
 def test_large_snake_maze():
     level = snake_maze(99)
     # 50 corridor rows of 99 cells joined by 49 gap cells: 4999 cells, 4998 moves.

@@ -21,15 +21,14 @@ from minimax.runners.plr_parts import mark_stored, mutate, new_levels, play, sco
 from minimax.runners.rollout import ppo_batch
 from minimax.training.budget import make_chunk
 from minimax.training.loop import train
+from run_helpers import CANONICAL, CANONICAL_CYCLES, canonical_program, canonical_run
 
 pytestmark = pytest.mark.contract  # tests/conftest.py's tiers: training programs at their tiny size
 
-# One small config for every runner: episodes end within a rollout, so every level gets a score.
-SMALL = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, n_actions=3, recurrent_size=16,
-             num_envs=4, num_steps=16, n_epochs=2, lr=3e-3, buffer_size=16, min_fill_ratio=0.25,
-             n_mutations=3, replay_prob=0.5, num_updates=4, log_every=2, eval_every=0, checkpoint_every=2,
-             progress=False)
-STEPS = 3
+# One small config for every runner (tests/run_helpers.py's canonical program): episodes end within a rollout,
+# so every level gets a score.
+SMALL = CANONICAL
+STEPS = CANONICAL_CYCLES
 
 
 def small(method, **overrides) -> TrainConfig:
@@ -43,19 +42,6 @@ def host_levels(buffer, mask=None):
     return levels
 
 
-def run_steps(runner, key):
-    state = runner.init(key)
-    return jax.lax.scan(lambda s, _: runner.step(s), state, None, length=STEPS)
-
-
-@functools.cache
-def vmapped_run(method):
-    """STEPS steps of a runner on two seeds at once (one vmapped, jitted program), computed once."""
-    runner = build_runner(small(method))
-    keys = jax.random.split(jax.random.key(0), 2)
-    states, metrics = jax.jit(jax.vmap(lambda k: run_steps(runner, k)))(keys)
-    return method, runner, keys, states, jax.device_get(metrics)
-
 OURS = ("plr", "robust_plr", "accel", "parallel_plr", "parallel_accel")
 OURS_GROUPS = {"parallel_plr": 2, "parallel_accel": 3}
 """Level groups per rollout of our parallel methods (the release's); others play one (a method
@@ -64,13 +50,15 @@ registered by a user states its own with `groups`)."""
 
 @pytest.fixture(params=PLR_METHODS)
 def two_seeds(request):
-    return vmapped_run(request.param)
+    """The method's canonical program (tests/run_helpers.py): STEPS cycles on two seeds, computed once."""
+    run = canonical_run(request.param)
+    return request.param, run.runner, run.keys, run.states, run.metrics
 
 
 def test_accel_cenie_measures_and_stores_its_childrens_novelty():
     """ACCEL-CENIE's replay cycles play children (ACCEL's), measure their novelty and store it where they enter
     the buffer; its other cycles play none (the counts of every method are checked below)."""
-    _, runner, _, states, m = vmapped_run("accel_cenie")
+    _, runner, _, states, m = canonical_run("accel_cenie")
     replay = m["replay_fraction_sum"] > 0
     assert replay.any() and runner.mutates
     np.testing.assert_array_equal(m["novelty/mutated_count"], np.where(replay, runner.num_envs, 0))
@@ -138,8 +126,10 @@ def test_buffers_hold_valid_distinct_scored_levels(two_seeds):
 def test_a_vmapped_run_equals_each_seed_alone():
     """Under vmap the replay and mutation `lax.cond`s compute both sides; each seed must still get
     exactly its own result."""
-    _, runner, keys, together, m_together = vmapped_run("accel")  # conds and mutations
-    alone, m_alone = jax.jit(lambda k: run_steps(runner, k))(keys[1])
+    _, train, _ = canonical_program("accel")  # conds and mutations
+    _, _, keys, together, m_together = canonical_run("accel")
+    out = jax.jit(train)(keys[1])
+    alone, m_alone = out["runner_state"], out["metrics"]
     np.testing.assert_array_equal(np.asarray(m_alone["gradient_updates"]), m_together["gradient_updates"][1])
     np.testing.assert_array_equal(np.asarray(alone.buffer.filled), np.asarray(together.buffer.filled[1]))
     np.testing.assert_allclose(np.asarray(alone.buffer.scores), np.asarray(together.buffer.scores[1]),
@@ -291,16 +281,20 @@ def test_mutation_criteria_pick_the_reference_parents(criterion):
         assert len(set(parents.tolist())) == len({np.asarray(w).tobytes() for w in levels.wall_map})
 
 
-@pytest.mark.parametrize("method", ["robust_plr", "parallel_accel"])
-def test_a_cycle_never_trains_on_an_empty_buffer(method):
-    runner = build_runner(small(method, replay_prob=1.0))
-    state = runner.init(jax.random.key(4))
-    after, m = jax.jit(runner.step)(state)
-    assert int(m["gradient_updates"]) == 0 and int(after.updates) == 0
-    for a, b in zip(jax.tree.leaves(state.train_state.params), jax.tree.leaves(after.train_state.params)):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    # Only fresh levels entered the buffer, never placeholders or their children.
-    assert int(np.asarray(after.buffer.mutations)[np.asarray(after.buffer.filled)].sum()) == 0
+@pytest.mark.parametrize("method, traced", [("robust_plr", {"replay_prob": 1.0}), ("parallel_accel", {})])
+def test_a_cycle_never_trains_on_an_empty_buffer(method, traced):
+    """At replay probability 1 (passed as data to the canonical program; the parallel methods read none: they
+    replay whenever the buffer is ready) the first cycle, whose buffer is empty, plays new levels and trains on
+    nothing: no gradient step, no replay, no mutated children (of placeholder levels) played or stored; the
+    next cycles replay and train, so the probability reached the program."""
+    _, runner, _, states, m = canonical_run(method, **traced)
+    np.testing.assert_array_equal(m["gradient_updates"][:, 0], 0)
+    np.testing.assert_array_equal(m["replay/count"][:, 0], 0)
+    np.testing.assert_array_equal(m["gradient_updates"][:, 1:], 1)
+    if runner.mutates:
+        np.testing.assert_array_equal(m["mutated/count"][:, 0], 0)
+    # The optimiser stepped only in the cycles that trained (the first one's parameters stayed as they were).
+    np.testing.assert_array_equal(np.asarray(states.train_state.step), m["gradient_updates"].sum(1) * runner.ppo.n_epochs)
 
 
 @pytest.mark.e2e  # over a minute of compiling and training; the default run leaves it out (--slow)

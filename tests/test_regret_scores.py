@@ -52,7 +52,7 @@ SMALL = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, n_act
              num_envs=4, num_steps=32, buffer_size=8, min_fill_ratio=0.25, score_function="oracle_regret")
 
 
-@pytest.mark.parametrize("method", ["robust_plr", "parallel_plr"])
+@pytest.mark.parametrize("method", ["robust_plr", pytest.param("parallel_plr", marks=pytest.mark.e2e)])
 def test_plr_scores_levels_by_their_true_regret(method):
     """A cycle's scores are each played level's optimum minus its mean completed return, and the
     groups log that regret (`new/regret`, `replay/regret`)."""

@@ -36,11 +36,16 @@ def per_step_rollout(key, apply_fn, params, env_step, stream, num_steps):
 @pytest.mark.contract  # builds a training program (tests/conftest.py's tiers)
 def test_a_rollout_with_its_randomness_drawn_first_equals_one_that_draws_step_by_step():
     runner = build_runner(TrainConfig.from_options(**TINY))
-    state = jax.jit(runner.init)(jax.random.key(3))
-    ts, key = state.train_state, jax.random.key(11)
-    hoisted = jax.jit(lambda s: collect_rollout(key, ts.apply_fn, ts.params, runner.env_step, s, 20)[0])(state.stream)
-    actions, log_probs, values, rewards, dones = jax.jit(
-        lambda s: per_step_rollout(key, ts.apply_fn, ts.params, runner.env_step, s, 20))(state.stream)
+    key = jax.random.key(11)
+
+    @jax.jit  # one program: the state and both rollouts
+    def both(init_key):
+        state = runner.init(init_key)
+        ts = state.train_state
+        return (collect_rollout(key, ts.apply_fn, ts.params, runner.env_step, state.stream, 20)[0],
+                per_step_rollout(key, ts.apply_fn, ts.params, runner.env_step, state.stream, 20))
+
+    hoisted, (actions, log_probs, values, rewards, dones) = both(jax.random.key(3))
     np.testing.assert_array_equal(hoisted.actions, actions)
     assert len(np.unique(np.asarray(actions))) > 2  # a policy that samples, not one action
     np.testing.assert_array_equal(hoisted.dones, dones)

@@ -23,8 +23,16 @@ TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, n_acti
             teacher_conv_filters=4, teacher_recurrent_size=8, teacher_noise_dim=3, progress=False)
 
 
+OTHER_ENVS = ("cartpole", "pendulum", "craftax", "jaxnav")
+CONTRACT_ON_EVERY_ENV = ("dr", "accel")
+"""The methods whose runner is traced on every environment in the contract tier: DR (the stream and the env's
+generator) and ACCEL (the buffer, replay and the env's mutator, with robust PLR's cycle inside). Every method is
+traced on the maze there; the other methods on the other environments are the e2e tier's (tracing Craftax's
+step for each costs 2-3 s, and their runner code is the maze's: only the level pytree and the action space
+differ, which DR and ACCEL already carry through every part)."""
 ENV_METHODS = [("maze", m) for m in METHODS] + [
-    (env, m) for env in ("cartpole", "pendulum", "craftax", "jaxnav") for m in METHODS
+    pytest.param(env, m, marks=() if m in CONTRACT_ON_EVERY_ENV else pytest.mark.e2e, id=f"{env}-{m}")
+    for env in OTHER_ENVS for m in METHODS
     if m not in TEACHER_METHODS and not (m in ("sfl", "ncc") and env in ("pendulum", "craftax"))
     and not (m == "remidi" and env == "craftax")]
 # (no design MDP outside the maze; SFL's and NCC's learnability needs episodes that succeed or fail; ReMiDi
