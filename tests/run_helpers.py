@@ -57,7 +57,7 @@ CANONICAL_CYCLES = 3
 
 class CanonicalRun(NamedTuple):
     config: TrainConfig
-    runner: object       # the runner `make_train` drives (the config's values)
+    runner: object       # the runner of the config's values (its sizes and flags: the program's are the same)
     keys: object         # the two seeds' root keys
     states: object       # each seed's runner state after CANONICAL_CYCLES cycles (leaves [2, ...])
     metrics: dict        # {name: [2, CANONICAL_CYCLES]}: each cycle's `runner.step` metrics, on the host
@@ -65,18 +65,24 @@ class CanonicalRun(NamedTuple):
 
 @functools.cache
 def canonical_program(method: str):
-    """`(config, make_train's train, jit(vmap(train)))` for `method` on `CANONICAL`: `CANONICAL_CYCLES` cycles
-    (`--budget cycles`: one unit is one `runner.step`), vmapped over seeds and traced options. One per method and
-    process: every `canonical_run` of the method, whatever its traced values, runs this one compiled program."""
+    """`(config, runner, run, jit(vmap(run)))` for `method` on `CANONICAL`: `run(key, hp)` plays
+    `CANONICAL_CYCLES` cycles (`runner.step`, the unit of `--budget cycles`) from `runner.init(key)`, with the
+    runner built from `hp` (the traced options: `config/hyperparams.py`), vmapped over seeds and `hp`. One per
+    method and process: every `canonical_run` of the method, whatever its traced values, runs this one compiled
+    program. (A scan of `runner.step`, not `make_train`, whose chunk bookkeeping costs 15% more to trace and
+    compile here; `tests/test_make_train.py` checks that `make_train` runs what the loop runs.)"""
     import jax  # noqa: PLC0415
 
-    from minimax.training.make_train import make_train  # noqa: PLC0415
+    from minimax.training.builder import run_parts, runner_from  # noqa: PLC0415
 
-    cfg = TrainConfig.from_options(**{**CANONICAL, "method": method, "budget": "cycles",
-                                      "num_updates": CANONICAL_CYCLES, "log_every": CANONICAL_CYCLES,
-                                      "checkpoint_every": CANONICAL_CYCLES})
-    train = make_train(cfg)
-    return cfg, train, jax.jit(jax.vmap(train))
+    cfg = TrainConfig.from_options(**{**CANONICAL, "method": method})
+    parts = run_parts(cfg)
+    runner = runner_from(parts)
+
+    def run(key, hp):
+        stepper = runner_from(parts, hp)
+        return jax.lax.scan(lambda s, _: stepper.step(s), runner.init(key), None, length=CANONICAL_CYCLES)
+    return cfg, runner, run, jax.jit(jax.vmap(run))
 
 
 @functools.cache
@@ -87,7 +93,7 @@ def canonical_run(method: str, **traced) -> CanonicalRun:
 
     from minimax.config.hyperparams import hp_arrays  # noqa: PLC0415
 
-    cfg, train, program = canonical_program(method)
+    cfg, runner, _, program = canonical_program(method)
     keys = jax.random.split(jax.random.key(0), 2)
-    out = program(keys, hp_arrays(cfg, [traced] if traced else None, repeat=2))
-    return CanonicalRun(cfg, train.runner, keys, out["runner_state"], jax.device_get(out["metrics"]))
+    states, metrics = program(keys, hp_arrays(cfg, [traced] if traced else None, repeat=2))
+    return CanonicalRun(cfg, runner, keys, states, jax.device_get(metrics))

@@ -27,7 +27,7 @@ from craftax.craftax_classic.world_gen import generate_world  # noqa: E402
 
 from minimax.envs.craftax import (  # noqa: E402
     ACHIEVEMENT_NAMES, EDIT_TILES, MUTATORS, NUM_ACHIEVEMENTS, NUM_HELD_OUT_WORLDS, CraftaxClassic, CraftaxParams,
-    canonical_world, held_out, level_identity, level_metrics, make_world_generator, make_world_mutator,
+    canonical_world, held_out, make_world_generator, make_world_mutator,
 )
 from minimax.envs.wrappers import ReplayAutoReset  # noqa: E402
 

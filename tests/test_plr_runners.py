@@ -16,6 +16,7 @@ from minimax.envs.maze import level_layout
 from minimax.envs.maze.level import validate_level
 from minimax.training.run_logs import read_rows
 from minimax.config import PLR_METHODS
+from minimax.config.hyperparams import hp_arrays
 from minimax.training.builder import build_runner
 from minimax.runners.plr_parts import mark_stored, mutate, new_levels, play, score
 from minimax.runners.rollout import ppo_batch
@@ -126,10 +127,9 @@ def test_buffers_hold_valid_distinct_scored_levels(two_seeds):
 def test_a_vmapped_run_equals_each_seed_alone():
     """Under vmap the replay and mutation `lax.cond`s compute both sides; each seed must still get
     exactly its own result."""
-    _, train, _ = canonical_program("accel")  # conds and mutations
+    cfg, _, run, _ = canonical_program("accel")  # conds and mutations
     _, _, keys, together, m_together = canonical_run("accel")
-    out = jax.jit(train)(keys[1])
-    alone, m_alone = out["runner_state"], out["metrics"]
+    alone, m_alone = jax.jit(run)(keys[1], hp_arrays(cfg))
     np.testing.assert_array_equal(np.asarray(m_alone["gradient_updates"]), m_together["gradient_updates"][1])
     np.testing.assert_array_equal(np.asarray(alone.buffer.filled), np.asarray(together.buffer.filled[1]))
     np.testing.assert_allclose(np.asarray(alone.buffer.scores), np.asarray(together.buffer.scores[1]),
