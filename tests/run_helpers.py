@@ -60,19 +60,22 @@ class CanonicalRun(NamedTuple):
     runner: object       # the runner of the config's values (its sizes and flags: the program's are the same)
     keys: object         # the two seeds' root keys
     states: object       # each seed's runner state after CANONICAL_CYCLES cycles (leaves [2, ...])
-    metrics: dict        # {name: [2, CANONICAL_CYCLES]}: each cycle's `runner.step` metrics, on the host
+    metrics: dict        # {name: [2, CANONICAL_CYCLES]}: each cycle's `runner.step` metrics (and the chunk's
+                         # `stalled`, always False at one cycle per unit), on the host
 
 
 @functools.cache
 def canonical_program(method: str):
     """`(config, runner, run, jit(vmap(run)))` for `method` on `CANONICAL`: `run(key, hp)` plays
-    `CANONICAL_CYCLES` cycles (`runner.step`, the unit of `--budget cycles`) from `runner.init(key)`, with the
-    runner built from `hp` (the traced options: `config/hyperparams.py`), vmapped over seeds and `hp`. One per
-    method and process: every `canonical_run` of the method, whatever its traced values, runs this one compiled
-    program. (A scan of `runner.step`, not `make_train`, whose chunk bookkeeping costs 15% more to trace and
-    compile here; `tests/test_make_train.py` checks that `make_train` runs what the loop runs.)"""
+    `CANONICAL_CYCLES` cycles from `runner.init(key)`: the loop's chunk of `--budget cycles` (`make_chunk`, one
+    `runner.step` per unit) with the runner built from `hp` (the traced options: `config/hyperparams.py`),
+    vmapped over seeds and `hp`. One per method and process: every `canonical_run` of the method, whatever its
+    traced values, runs this one compiled program. (The chunk, not `make_train`, whose bookkeeping around it
+    costs 15% more to trace and compile here; `tests/test_make_train.py` checks that `make_train` runs what the
+    loop runs.)"""
     import jax  # noqa: PLC0415
 
+    from minimax.training.budget import make_chunk  # noqa: PLC0415
     from minimax.training.builder import run_parts, runner_from  # noqa: PLC0415
 
     cfg = TrainConfig.from_options(**{**CANONICAL, "method": method})
@@ -80,8 +83,7 @@ def canonical_program(method: str):
     runner = runner_from(parts)
 
     def run(key, hp):
-        stepper = runner_from(parts, hp)
-        return jax.lax.scan(lambda s, _: stepper.step(s), runner.init(key), None, length=CANONICAL_CYCLES)
+        return make_chunk(runner_from(parts, hp), CANONICAL_CYCLES, "cycles")(runner.init(key))
     return cfg, runner, run, jax.jit(jax.vmap(run))
 
 
