@@ -70,9 +70,9 @@ def canonical_program(method: str):
     `CANONICAL_CYCLES` cycles from `runner.init(key)`: the loop's chunk of `--budget cycles` (`make_chunk`, one
     `runner.step` per unit) with the runner built from `hp` (the traced options: `config/hyperparams.py`),
     vmapped over seeds and `hp`. One per method and process: every `canonical_run` of the method, whatever its
-    traced values, runs this one compiled program. (The chunk, not `make_train`, whose bookkeeping around it
-    costs 15% more to trace and compile here; `tests/test_make_train.py` checks that `make_train` runs what the
-    loop runs.)"""
+    traced values, runs this one compiled program. (The chunk, not `make_train`, which cost about 15% more to trace
+    and compile here: docs/DESIGN.md; `tests/test_make_train.py` checks that `make_train` runs what the loop
+    runs.)"""
     import jax  # noqa: PLC0415
 
     from minimax.training.budget import make_chunk  # noqa: PLC0415
