@@ -64,41 +64,51 @@ def compilation_cache(tmp_path_factory):
 
 def pytest_addoption(parser):
     parser.addoption("--slow", action="store_true",
-                     help="also run the e2e tier (CLI, faults, cluster, multi-process, multi-device, reference)")
+                     help="also run the e2e tier (CLI, faults, cluster, multi-process, multi-device, bigger runs)")
+    parser.addoption("--reference", action="store_true",
+                     help="also run the reference tier (the authors' code run live beside ours; CI's floor leg)")
 
 
-TIERS = ("unit", "contract", "e2e")
+TIERS = ("unit", "contract", "e2e", "reference")
 """The suite's tiers (issue 69), one per test:
 - `unit`: no training program (no runner is built: `no_runner_in_unit_tests` makes building one fail there);
 - `contract`: a method's or environment's training program at its tiny size (`tests/run_helpers.py`), shared
   by the tests of that method where they can share it;
-- `e2e`: the command line, faults, the cluster, several processes or devices, the bigger end-to-end runs,
-  and the `reference` comparisons that run the authors' code live (gymnax, jaxmarl, Kinetix, ReMiDi's wrapper).
-The README's command runs unit + contract; `--slow` runs every tier (CI's floor leg); `-m unit` (`contract`,
-`e2e`, `reference`) runs one. A file marks its tier (`pytestmark`) or a test does; unmarked tests are unit."""
+- `e2e`: the command line, faults, the cluster, several processes or devices, the bigger end-to-end runs;
+- `reference`: the comparisons that run the authors' code live (gymnax, jaxmarl, Kinetix, Craftax, ReMiDi's
+  wrapper). Where the authors' outputs are recorded (`tests/reference_outputs.py`), the other tiers read the
+  recording and this tier also checks that the recording is still what their code gives.
+The README's command runs unit + contract; `--slow` adds e2e and `--reference` the reference tier (CI's floor
+leg passes both); `-m unit` (`contract`, `e2e`, `reference`) runs one. A file marks its tier (`pytestmark`) or a
+test does; unmarked tests are unit. A test file named on the command line runs whole, whatever its tiers."""
 
 
 def tier_of(item) -> str:
-    if item.get_closest_marker("e2e") or item.get_closest_marker("reference"):
+    if item.get_closest_marker("reference"):
+        return "reference"
+    if item.get_closest_marker("e2e"):
         return "e2e"
     return "contract" if item.get_closest_marker("contract") else "unit"
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` reads the markers
 def pytest_collection_modifyitems(config, items):
-    """Mark every test with its tier, then leave out the e2e tier unless asked: `--slow`, a `-m` expression, or
-    a test file named on the command line (`tests/test_scale.py`, or a node id in it), whose tests all run."""
+    """Mark every test with its tier, then leave out the e2e tier unless `--slow` and the reference tier unless
+    `--reference`; a `-m` expression chooses alone, and a test file named on the command line (`tests/test_scale.py`,
+    or a node id in it) runs all its tests."""
     for item in items:
         tier = tier_of(item)
         if not item.get_closest_marker(tier):
             item.add_marker(tier)
-    if config.getoption("--slow") or config.option.markexpr:
+    if config.option.markexpr:
         return
+    asked = {"unit", "contract"} | ({"e2e"} if config.getoption("--slow") else set()) \
+        | ({"reference"} if config.getoption("--reference") else set())
     files = (arg.split("::")[0] for arg in config.args)
     named = {os.path.realpath(path) for path in files if path.endswith(".py")}
     keep, left_out = [], []
     for item in items:
-        out = tier_of(item) == "e2e" and os.path.realpath(item.path) not in named
+        out = tier_of(item) not in asked and os.path.realpath(item.path) not in named
         (left_out if out else keep).append(item)
     if left_out:
         config.hook.pytest_deselected(items=left_out)
