@@ -127,6 +127,28 @@ def test_lowest_score_keeps_the_best_k_of_buffer_and_newcomers():
     assert int(where[0]) == -1 and np.all(np.asarray(lb.staleness(out))[np.asarray(where)[1:]] == 0)
 
 
+def test_an_eviction_bonus_chooses_the_slot_but_not_the_comparison_and_lapses_when_its_slot_is_rescored():
+    """TRACED's rule (the authors' sampler): the newcomer's slot is the lowest of score + co-learnability
+    bonus, and it enters if its score beats that slot's score alone; a slot rescored earlier in the batch
+    has lost its bonus."""
+    cfg = lb.BufferConfig(capacity=4, replacement="lowest_score")
+    buf = id_buffer([1, 2, 3, 4], [0.1, 0.2, 0.3, 0.4], [True] * 4, [0] * 4, [0] * 4, [0] * 4, cfg)
+    bonus = jnp.asarray([0.5, 0.0, 0.0, 0.0])
+    one = {"id": jnp.array([9])}
+
+    def ids(scores, bonus=bonus, levels=one, slots=jnp.array([-1])):
+        out, where = lb.offer(buf, levels, slots, jnp.asarray(scores), jnp.zeros(len(scores)),
+                              jnp.ones(len(scores), bool), cfg, eviction_bonus=bonus)
+        return np.asarray(out.levels["id"]).tolist(), np.asarray(where).tolist()
+
+    assert ids([0.25], bonus=None) == ([9, 2, 3, 4], [0])       # no bonus: the lowest score goes
+    assert ids([0.25]) == ([1, 9, 3, 4], [1])                   # slot 0's credit keeps it; slot 1 goes
+    assert ids([0.15]) == ([1, 2, 3, 4], [-1])                  # below slot 1's 0.2: refused, though above 0.1
+    # Slot 0 replayed first (rescored to 0.05): its credit lapses, and the newcomer takes it.
+    both = {"id": jnp.array([1, 9])}
+    assert ids([0.05, 0.25], levels=both, slots=jnp.array([0, -1])) == ([9, 2, 3, 4], [-1, 0])
+
+
 @pytest.mark.parametrize("merge,score,max_return", [("first", 0.2, 0.5), ("last", 0.6, 0.9), ("mean", 0.4, 0.9)])
 def test_one_slot_replayed_by_several_envs(merge, score, max_return):
     cfg = lb.BufferConfig(capacity=4, replay_merge=merge)

@@ -4,6 +4,7 @@ credit on a hand-computed case, the runner's score (PVL + coef x ATPL) and ledge
 vmapped and resume."""
 
 import functools
+import types
 
 import jax
 import jax.numpy as jnp
@@ -11,8 +12,8 @@ import numpy as np
 import pytest
 
 from minimax.config import PRESETS, TrainConfig
-from minimax.curricula.transitions import (TransitionModel, credit_colearnability, init_transition_state,
-                                           score_and_step, transition_errors, transition_mask)
+from minimax.curricula.transitions import (TransitionModel, completed_episode_length, credit_colearnability,
+                                           init_transition_state, score_and_step, transition_errors, transition_mask)
 from minimax.runners.plr_parts import new_levels, play, score
 from minimax.training.builder import build_runner
 from run_helpers import trains_resumes_and_makes_train
@@ -26,6 +27,12 @@ def test_only_non_terminal_transitions_of_completed_episodes_count():
     # env 0: episodes end at t=1 and t=4; t=5 belongs to an unfinished one. env 1: one episode ends at t=2.
     np.testing.assert_array_equal(mask[:, 0], [1, 0, 1, 1, 0, 0])
     np.testing.assert_array_equal(mask[:, 1], [1, 1, 0, 0, 0, 0])
+
+
+def test_a_levels_episode_sum_factor_is_the_mean_length_of_its_completed_episodes():
+    dones = jnp.asarray([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 0], [1, 0, 0], [0, 0, 0]], bool)  # [T=6, N=3]
+    # env 0: episodes of 2 and 3 steps (t=5 runs on); env 1: one of 3 steps; env 2: none ended.
+    np.testing.assert_allclose(completed_episode_length(dones), [2.5, 3.0, 0.0])
 
 
 def _batch(seed=0, t=6, n=3, f=4, actions=3):
@@ -84,6 +91,34 @@ SMALL = dict(method="traced", maze_height=5, maze_width=5, n_walls=3, max_episod
              n_mutations=2, score_function="pvl", traced_hidden=16)
 
 
+def test_the_model_sees_the_maze_view_over_10_once_as_the_authors_model_does():
+    """The authors' model reads MultiGrid's view divided by 10 (their image wrapper's `scale`), the view alone
+    (a dict observation gives its `image`). Our maze normalises its view by 10 already (`--normalize-obs`, on in
+    every preset): the model's inputs are the raw view over 10, not over 100, and not the agent's direction."""
+    runner = build_runner(TrainConfig.from_options(**SMALL))
+    assert runner.env_params.normalize_obs and PRESETS["traced"].env.normalize_obs
+    levels = jax.vmap(runner.generator)(jax.random.split(jax.random.key(0), 3))
+    states = jax.vmap(lambda lv: runner.env.init_state(lv, runner.env_params))(levels)
+    obs = jax.vmap(lambda st: runner.env.get_obs(st, runner.env_params))(states)
+    raw = jax.vmap(lambda st: runner.env.get_obs(st, runner.env_params.replace(normalize_obs=False)))(states)
+    rollout = types.SimpleNamespace(obs=jax.tree.map(lambda v: v[None], obs), actions=jnp.zeros((1, 3), jnp.int32),
+                                    reset=jnp.ones((1, 3), bool), dones=jnp.zeros((1, 3), bool))
+    x = np.asarray(runner._inputs(rollout)[0])
+    want = np.asarray(raw["image"], np.float32).reshape(1, 3, -1) / 10
+    np.testing.assert_allclose(x, want, rtol=1e-6)
+    assert 0.5 < x.max() <= 1.0  # the goal (8) or the agent (10) in view: values up to 1, the authors' range
+
+
+def test_runs_saved_before_the_authors_inputs_and_sums_resume_as_they_ran():
+    saved = TrainConfig.from_options(**SMALL).to_dict()
+    for field in ("traced_observation", "traced_score_sums"):
+        saved["traced"].pop(field)
+    old = TrainConfig.from_dict(saved)
+    assert (old.traced.traced_observation, old.traced.traced_score_sums) == ("all", False)
+    new = TrainConfig.from_options(**SMALL).traced
+    assert (new.traced_observation, new.traced_score_sums, new.traced_obs_scale) == ("image", True, 1.0)
+
+
 @pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
 def test_the_runner_scores_pvl_plus_the_transition_error_and_keeps_its_ledger():
     runner = build_runner(TrainConfig.from_options(**SMALL, traced_transition_coef=2.0))
@@ -96,7 +131,8 @@ def test_the_runner_scores_pvl_plus_the_transition_error_and_keeps_its_ledger():
     atpl = transition_errors(state.model.params, runner._model(x.shape[-1]), x, a, reset, dones)[0]
     offer = jax.jit(functools.partial(runner.scored_offer, offered=jnp.ones((runner.n,), bool)))
     buffer, model, ledger, where, scored, _ = offer(state.buffer, state.model, state.ledger, played, params)
-    np.testing.assert_allclose(scored.scores, pvl + 2.0 * atpl, rtol=1e-5, atol=1e-6)
+    length = completed_episode_length(played.rollout.dones)
+    np.testing.assert_allclose(scored.scores, (pvl + 2.0 * atpl) * length, rtol=1e-5, atol=1e-6)
     assert np.asarray(valid).any() and int(model.step) == 1
     stored = np.asarray(where)[np.asarray(where) >= 0]
     assert stored.size and np.asarray(ledger.changed)[stored].all() and (np.asarray(ledger.bonus) == 0).all()

@@ -186,6 +186,11 @@ class TrainConfig(CompiledRunOptions):
         problems = type_problems(flat, OPTION_TYPES, where)
         if problems:
             raise ConfigError("; ".join(problems))
+        if "traced_transition_coef" in flat:
+            # TRACED runs saved before 2026-11-28 (issue 70): their model saw every observation leaf and their
+            # scores were per-step means; their traced_obs_scale (0.1 then) is saved and read as it is.
+            flat.setdefault("traced_observation", "all")
+            flat.setdefault("traced_score_sums", False)
         if "mutation_criterion" not in flat:
             # Configs saved before the criterion existed: q > 0 mutated the q best-scored replays.
             q = flat.get("mutation_subsample", 0)

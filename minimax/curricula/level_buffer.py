@@ -39,6 +39,7 @@ stored twice) and a later copy within one batch is not offered at all.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from typing import Annotated, Any, Callable, Literal
 
@@ -289,8 +290,48 @@ def _target_slot(buf: LevelBuffer, cfg: BufferConfig):
     return jnp.where((~buf.filled).any(), jnp.argmax(~buf.filled), lowest).astype(jnp.int32)
 
 
+def _offer_one(carry, x, cfg: BufferConfig, bonus, mutations0, k: int):
+    """One level of `offer`'s batch: `((buffer, replaced[, lapsed]), the slot that holds it or -1)`. The
+    release: >= the target's score, the slot's staleness inherited, a displaced stored level competes again;
+    jaxued and lowest_score: a strictly higher score, staleness 0."""
+    release = cfg.replacement == "release"
+    buf, replaced, *lapsed = carry
+    level, h, slot, score, mret, mut, upd, new, was_stored = x
+    s = jnp.maximum(slot, 0)
+    taken = replaced[s]
+    back = upd & taken
+    upd = upd & ~taken
+    credited = buf if bonus is None else buf.replace(scores=buf.scores + jnp.where(lapsed[0], 0.0, bonus))
+    target = _target_slot(credited, cfg)
+    if release:
+        # The release: a stored level whose slot a newcomer took earlier in this batch competes for
+        # that slot again, as a newcomer would (its own mutation count and staleness come with it).
+        target = jnp.where(back, s, target)
+        new = new | back
+        mut = jnp.where(back, mutations0[s], mut)
+    was_empty = ~buf.filled[target]
+    beats = score >= buf.scores[target] if release else score > buf.scores[target]
+    ins = new & (was_empty | beats)
+    dest = jnp.where(upd, s, jnp.where(ins, target, k))
+    put_new = jnp.where(ins, target, k)
+    new_max = mret if cfg.stored_max_return == "rollout" else jnp.maximum(buf.max_returns[s], mret)
+    buf = buf.replace(
+        levels=jax.tree.map(lambda x, y: x.at[put_new].set(y, mode="drop"), buf.levels, level),
+        scores=buf.scores.at[dest].set(jnp.where(upd, _blend(buf.scores[s], score, cfg.score_alpha), score),
+                                       mode="drop"),
+        max_returns=buf.max_returns.at[dest].set(jnp.where(upd, new_max, mret), mode="drop"),
+        last_sampled=buf.last_sampled.at[jnp.where(ins & (was_empty | (not release)), target, k)].set(
+            buf.episode_count, mode="drop"),
+        filled=buf.filled.at[put_new].set(True, mode="drop"),
+        mutations=buf.mutations.at[put_new].set(mut, mode="drop"),
+        hashes=buf.hashes.at[put_new].set(h, mode="drop"))
+    lapsed = [x.at[dest].set(True, mode="drop") for x in lapsed]
+    return ((buf, replaced.at[put_new].set(True, mode="drop"), *lapsed),
+            jnp.where(was_stored, s, jnp.where(ins, target, -1)))
+
+
 def offer(buffer: LevelBuffer, levels, slots, scores, max_returns, valid, cfg: BufferConfig, mutations=None,
-          identity: Callable | None = None, first=None):
+          identity: Callable | None = None, first=None, eviction_bonus=None):
     """Fold one played batch of `n` levels into the buffer, one level at a time in batch order
     (the release's `PLRManager.update`): `(buffer, where int32[n])`.
 
@@ -303,6 +344,11 @@ def offer(buffer: LevelBuffer, levels, slots, scores, max_returns, valid, cfg: B
     `mutations` the newcomers' mutation counts (a stored entry keeps its own). `where[i]` is
     the slot that holds level i afterwards, -1 if none (a repeat: where its `first` copy is).
     The clock is not touched: replays advance it as they are drawn, new levels by `advance_clock`.
+    `eviction_bonus` (float32[K], TRACED's co-learnability credit) is added to the stored scores where the
+    newcomer's slot is chosen, and not where the newcomer is compared with the slot's score (the authors'
+    sampler: the slot is the argmin of the credited scores, the comparison is with the regret score alone); a
+    slot rescored or given to a newcomer loses its bonus for the rest of the batch (the authors' rescoring
+    overwrites the credited score).
     """
     n, k = scores.shape[0], buffer.capacity
     mutations = jnp.zeros((n,), jnp.int32) if mutations is None else jnp.asarray(mutations, jnp.int32)
@@ -316,46 +362,11 @@ def offer(buffer: LevelBuffer, levels, slots, scores, max_returns, valid, cfg: B
     is_new = ~stored & ok
     key = _identity(cfg, identity)
     hashes = jax.vmap(lambda level: level_hash(key(level)))(levels)
-    # The release: >= the target's score, the slot's staleness inherited, a displaced stored level
-    # competes again. jaxued and lowest_score: a strictly higher score, staleness 0.
-    release = cfg.replacement == "release"
+    bonus = None if eviction_bonus is None else jnp.asarray(eviction_bonus, jnp.float32)
 
-    mutations0 = buffer.mutations
-
-    def one(carry, x):
-        buf, replaced = carry
-        level, h, slot, score, mret, mut, upd, new, was_stored = x
-        s = jnp.maximum(slot, 0)
-        taken = replaced[s]
-        back = upd & taken
-        upd = upd & ~taken
-        target = _target_slot(buf, cfg)
-        if release:
-            # The release: a stored level whose slot a newcomer took earlier in this batch competes for
-            # that slot again, as a newcomer would (its own mutation count and staleness come with it).
-            target = jnp.where(back, s, target)
-            new = new | back
-            mut = jnp.where(back, mutations0[s], mut)
-        was_empty = ~buf.filled[target]
-        beats = score >= buf.scores[target] if release else score > buf.scores[target]
-        ins = new & (was_empty | beats)
-        dest = jnp.where(upd, s, jnp.where(ins, target, k))
-        put_new = jnp.where(ins, target, k)
-        new_max = mret if cfg.stored_max_return == "rollout" else jnp.maximum(buf.max_returns[s], mret)
-        buf = buf.replace(
-            levels=jax.tree.map(lambda x, y: x.at[put_new].set(y, mode="drop"), buf.levels, level),
-            scores=buf.scores.at[dest].set(jnp.where(upd, _blend(buf.scores[s], score, cfg.score_alpha), score),
-                                           mode="drop"),
-            max_returns=buf.max_returns.at[dest].set(jnp.where(upd, new_max, mret), mode="drop"),
-            last_sampled=buf.last_sampled.at[jnp.where(ins & (was_empty | (not release)), target, k)].set(
-                buf.episode_count, mode="drop"),
-            filled=buf.filled.at[put_new].set(True, mode="drop"),
-            mutations=buf.mutations.at[put_new].set(mut, mode="drop"),
-            hashes=buf.hashes.at[put_new].set(h, mode="drop"))
-        return (buf, replaced.at[put_new].set(True, mode="drop")), jnp.where(was_stored, s, jnp.where(ins, target, -1))
-
-    (buffer, _), where = jax.lax.scan(
-        one, (buffer, jnp.zeros((k,), bool)),
+    one = functools.partial(_offer_one, cfg=cfg, bonus=bonus, mutations0=buffer.mutations, k=k)
+    (buffer, *_), where = jax.lax.scan(
+        one, (buffer, jnp.zeros((k,), bool), *([] if bonus is None else [jnp.zeros((k,), bool)])),
         (levels, hashes, slots, merged_scores, merged_max, mutations, is_update, is_new, stored))
     # A level's slot may have gone to a newcomer later in the batch: it holds the level only if it still matches.
     w = jnp.maximum(where, 0)

@@ -17,11 +17,13 @@ Approximation with Co-learnability for Environment Design", arXiv 2506.19997), a
 What we took from the authors' code (read for facts; its licence is CC BY-NC, nothing is copied) and
 where we differ, each said in docs/methods.md: their model encodes MiniGrid's 5x5x3 view with two convs,
 concatenates the action index, runs a 128-unit LSTM and decodes the next view (L1 loss on views scaled
-by 1/10, AdamW lr 1e-4, weight decay 1e-5, clipping 0.5). Ours encodes the flattened observation with
-one dense layer (every environment's observation, not only images), concatenates the one-hot action and
-decodes with a dense layer; same LSTM width, loss, scale and optimiser. They take one AdamW step per
-scored episode; we take one per scored batch (the cycle's levels at once). Their code stores each
-level's score as a per-episode sum (T x the paper's mean); we keep the paper's mean, as our PVL is.
+by 1/10, AdamW lr 1e-4, weight decay 1e-5, clipping 0.5). Ours encodes the flattened view with one
+dense layer (the `image` of a dict observation, as theirs; any other environment's whole observation),
+concatenates the one-hot action and decodes with a dense layer; same LSTM width, loss, scale (the maze's
+view over 10, once) and optimiser. They take one AdamW step per scored episode; we take one per scored
+batch (the cycle's levels at once). Their code stores each level's score as a per-episode sum (the episode's
+mean score times its step count, no running mean): `runners/traced.py` does too by default
+(`--traced-score-sums`, `completed_episode_length`), the per-step mean is the option.
 """
 
 from __future__ import annotations
@@ -55,6 +57,13 @@ def transition_mask(dones) -> jax.Array:
     any of an episode still running when the rollout ends)."""
     later_done = jnp.flip(jnp.cumsum(jnp.flip(dones, 0), 0), 0) > 0  # a done at or after t
     return later_done & ~dones
+
+
+def completed_episode_length(dones) -> jax.Array:
+    """float32[N]: the mean length of each level's completed episodes in the rollout (0 where none ended): the
+    factor that turns TRACED's per-step score into the authors' per-episode sum."""
+    steps = (jnp.flip(jnp.cumsum(jnp.flip(dones, 0), 0), 0) > 0).sum(0)  # the steps up to the last done
+    return (steps / jnp.maximum(dones.sum(0), 1)).astype(jnp.float32)
 
 
 def transition_errors(params, model: TransitionModel, x, a, reset, dones):

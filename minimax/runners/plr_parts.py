@@ -181,19 +181,23 @@ def score(run: Run, played: Played, buffer: LevelBuffer, params) -> Scored:
     return Scored(scores, jnp.where(jnp.isfinite(best), best, 0.0), valid)
 
 
-def score_and_offer(run: Run, buffer: LevelBuffer, played: Played, params, offered, mutations=None, extra=None):
+def score_and_offer(run: Run, buffer: LevelBuffer, played: Played, params, offered, mutations=None, rescore=None,
+                    eviction_bonus=None):
     """Score the played levels and offer them, in order, to the buffer: `(buffer, where, scored)`, `where`
     (this device's part) the slot each level now holds (-1: not stored). A level is offered where it is
-    `offered` and finished an episode; `mutations` (default 0) is each level's edit count; `extra` (float32[n])
-    a method's own term added to each score (TRACED's transition error)."""
+    `offered` and finished an episode; `mutations` (default 0) is each level's edit count; `rescore`
+    (`scores float32[n] -> float32[n]`) a method's own change to the scores (TRACED adds its transition error and
+    sums over episodes); `eviction_bonus` (float32[K]) is added to the stored scores where a newcomer's slot is
+    chosen (TRACED's co-learnability credit: `level_buffer.offer`)."""
     scored = score(run, played, buffer, params)
-    if extra is not None:
-        scored = scored._replace(scores=scored.scores + extra)
+    if rescore is not None:
+        scored = scored._replace(scores=rescore(scored.scores))
     n = scored.scores.shape[0]
     mutations = jnp.zeros((n,), jnp.int32) if mutations is None else mutations
     args = _gathered(run, (played.levels, played.slots, scored.scores, scored.best, scored.valid & offered,
                            mutations))
-    buffer, where = offer(buffer, *args[:5], run.buffer_cfg, args[5], run.level_identity, played.first)
+    buffer, where = offer(buffer, *args[:5], run.buffer_cfg, args[5], run.level_identity, played.first,
+                          eviction_bonus=eviction_bonus)
     return buffer, _local(run, where, n), scored
 
 

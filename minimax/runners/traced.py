@@ -17,6 +17,7 @@ ACCEL's cycle (`accel.py`), top to bottom, with TRACED's additions:
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
 
 import jax
 import jax.numpy as jnp
@@ -27,8 +28,8 @@ from minimax.core.methods import register_method
 from minimax.core.metrics import mean_sums
 from minimax.core.options import Traced, check
 from minimax.curricula.features import action_count, action_inputs, flat_observation
-from minimax.curricula.transitions import (TransitionModel, credit_colearnability, init_transition_state,
-                                           score_and_step)
+from minimax.curricula.transitions import (TransitionModel, completed_episode_length, credit_colearnability,
+                                           init_transition_state, score_and_step)
 from minimax.curricula.weights import transform_weights
 from minimax.runners.branches import cond_or_zeros
 from minimax.runners.plr_family import PLRState
@@ -50,8 +51,17 @@ class TracedConfig:
     """Width of the transition model's encoder and LSTM."""
     traced_lr: Traced[float] = 1e-4
     """The transition model's AdamW learning rate."""
-    traced_obs_scale: Traced[float] = 0.1
-    """Observations are scaled by this before the model sees and predicts them (the authors' maze views: 1/10)."""
+    traced_obs_scale: Traced[float] = 1.0
+    """The model sees and predicts the student's observation times this. The maze divides its view by 10
+    (`--normalize-obs`, on in every preset): the authors' scale, MultiGrid's view over 10, so 1 here. (Until
+    2026-11-28 this was 0.1 on top of the maze's 1/10: the model saw views over 100, its error ~10x too small.)"""
+    traced_observation: Literal["image", "all"] = "image"
+    """What of an observation the model sees: `image` (a dict observation's view, as the authors' model: the
+    agent's direction left out; an observation without one, all of it) or `all` (every leaf, flattened)."""
+    traced_score_sums: bool = True
+    """A level's score is a per-episode sum, as the authors' code keeps it (their sampler merges an episode's
+    mean score times its step count, with no running mean): the per-step PVL + coef x ATPL times the level's
+    mean completed-episode length. False: the per-step mean (the paper's formula, our other methods')."""
 
     def __post_init__(self):
         check(self, self._rules)
@@ -98,8 +108,14 @@ class TracedRunner(CoinReplayRunner):
     def local_fields(self):
         return super().local_fields + (("ledger",) if "buffer" in super().local_fields else ())
 
+    def _seen(self, obs):
+        """What the model sees of an observation (`--traced-observation`): its `image` where it has one (the
+        authors' rule: a dict observation gives its image), else all of it."""
+        image = self.traced.traced_observation == "image" and isinstance(obs, dict) and "image" in obs
+        return obs["image"] if image else obs
+
     def _inputs(self, rollout):
-        return (flat_observation(rollout.obs, self.traced.traced_obs_scale),
+        return (flat_observation(self._seen(rollout.obs), self.traced.traced_obs_scale),
                 action_inputs(rollout.actions, self.num_actions), rollout.reset, rollout.dones)
 
     def init(self, key) -> TracedState:
@@ -107,7 +123,7 @@ class TracedRunner(CoinReplayRunner):
         k_state, k_model = jax.random.split(state.key)
         level = jax.tree.map(lambda x: x[0], state.buffer.levels)
         obs = self.env.get_obs(self.env.init_state(level, self.env_params), self.env_params)
-        x = flat_observation(jax.tree.map(lambda v: v[None, None], obs), self.traced.traced_obs_scale)
+        x = flat_observation(jax.tree.map(lambda v: v[None, None], self._seen(obs)), self.traced.traced_obs_scale)
         a = action_inputs(jnp.asarray(self.example_action)[None, None], self.num_actions)
         model = init_transition_state(k_model, self._model(x.shape[-1]), x, a, self.traced.traced_lr)
         k = self.capacity
@@ -125,8 +141,11 @@ class TracedRunner(CoinReplayRunner):
         model, atpl, _, loss = score_and_step(model, self._model(x.shape[-1]), x, a, reset, dones,
                                               reduce=self.shard.mean, lr=self.traced.traced_lr)
         before = buffer.scores
-        buffer, where, scored = score_and_offer(self, buffer, played, params, offered, mutations,
-                                                extra=self.traced.traced_transition_coef * atpl)
+        length = completed_episode_length(dones) if self.traced.traced_score_sums else 1.0
+        buffer, where, scored = score_and_offer(
+            self, buffer, played, params, offered, mutations,
+            rescore=lambda pvl: (pvl + self.traced.traced_transition_coef * atpl) * length,
+            eviction_bonus=ledger.bonus)
         previous = jnp.where(played.slots >= 0, before[jnp.maximum(played.slots, 0)], scored.scores)
         ledger = ledger.replace(previous=write_slots(self, ledger.previous, where, previous),
                                 changed=write_slots(self, ledger.changed, where, jnp.ones_like(where, bool)),
