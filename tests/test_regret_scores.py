@@ -10,7 +10,7 @@ import pytest
 
 from minimax.config import ConfigError, TrainConfig
 from minimax.curricula import scores as sc
-from minimax.envs.maze.paths import optimal_return
+from minimax.envs.maze.paths import optimal_return, shortest_action_count
 from minimax.runners.plr_parts import group_metrics, play, score
 from minimax.training.builder import build_runner
 
@@ -80,6 +80,74 @@ def test_plr_scores_levels_by_their_true_regret(method):
     # The whole step runs and keeps the regret in its metrics.
     _, step_metrics = jax.jit(runner.step)(state)
     assert "new/regret_sum" in step_metrics and "replay/regret_sum" in step_metrics
+
+
+def their_perfect_regret(rewards, dones, steps, max_steps, gamma):
+    """ReMiDi's `perfect_regret` (Michael-Beukman/ReMiDi `lib/common/plr.py`, with `monte_carlo_regret` of
+    `lib/utils.py`) transcribed per env in plain Python: the optimum `(1 - 0.9 (N + 1) / M) gamma^N` (0 where the
+    goal cannot be reached) minus the mean over completed episodes of `sum_k gamma^k r_k`, k counted from the
+    episode's first step; -inf where no episode completed (their `incomplete_value`)."""
+    out = []
+    for e in range(rewards.shape[1]):
+        returns, total, k = [], 0.0, 0
+        for t in range(rewards.shape[0]):
+            total += float(rewards[t, e]) * gamma ** k
+            if dones[t, e]:
+                returns.append(total)
+                total, k = 0.0, 0
+            else:
+                k += 1
+        n = steps[e]
+        optimum = (1.0 - 0.9 * (n + 1) / max_steps) * gamma ** n if n >= 1 else 0.0
+        out.append(optimum - np.mean(returns) if returns else -np.inf)
+    return np.asarray(out)
+
+
+def test_perfect_regret_is_the_authors_discounted_regret():
+    m, gamma = 16, 0.9
+    steps = np.array([3, 5, -1, 2])      # level 2's goal cannot be reached
+    dones = np.zeros((9, 4), bool)
+    rewards = np.zeros((9, 4), np.float32)
+    for env, ends in ((0, (2, 8)), (1, (6,)), (2, (4,))):  # env 3 completes no episode
+        for t in ends:
+            dones[t, env] = True
+    rewards[2, 0], rewards[8, 0] = 1 - 0.9 * 3 / m, 1 - 0.9 * 6 / m   # an optimal episode, then a 6-step one
+    rewards[6, 1] = 1 - 0.9 * 7 / m
+    optimal = np.where(steps >= 1, 1 - 0.9 * steps / m, 0.0)
+    want = their_perfect_regret(rewards, dones, steps, m, gamma)
+    for scale in (1.0, 2.0):   # --reward-scale: rewards and optimal returns arrive scaled, and so does the score
+        x = inputs(dones, np.zeros_like(rewards), optimal * scale).replace(
+            rewards=jnp.asarray(rewards * scale), optimal_steps=jnp.asarray(steps, jnp.int32), gamma=gamma,
+            reward_scale=scale)
+        scores, valid = sc.score_levels("perfect_regret", x)
+        np.testing.assert_array_equal(np.asarray(valid), [True, True, True, False])
+        np.testing.assert_allclose(np.asarray(scores)[:3], scale * want[:3], rtol=1e-5, atol=1e-7)
+    # Their optimum is an optimal episode one action longer: the optimal 3-step episode alone scores below 0.
+    alone = their_perfect_regret(rewards[:3], dones[:3], steps, m, gamma)[0]
+    assert alone == pytest.approx((1 - 0.9 * 4 / m) * gamma ** 3 - (1 - 0.9 * 3 / m) * gamma ** 2) and alone < 0
+    with pytest.raises(ValueError, match="action count"):
+        sc.score_levels("perfect_regret", x.replace(optimal_steps=None))
+
+
+@pytest.mark.e2e  # a robust PLR program of its own (another score function)
+def test_a_robust_plr_cycle_scores_its_levels_by_the_authors_perfect_regret():
+    """The maze's `level_facts` give each level's optimal action count, and a cycle's scores are the authors'
+    formula on its rollout (`their_perfect_regret`)."""
+    runner = build_runner(TrainConfig.from_options(method="robust_plr", **{**SMALL, "score_function": "perfect_regret"}))
+    state = jax.jit(runner.init)(jax.random.key(0))
+
+    @jax.jit
+    def played(state):
+        levels = jax.vmap(runner.generator)(jax.random.split(jax.random.key(1), runner.num_envs))
+        played = play(runner, jax.random.key(2), state.train_state.params, state.buffer, levels)
+        return levels, played.rollout, score(runner, played, state.buffer, state.train_state.params)
+
+    levels, rollout, scored = jax.device_get(played(state))
+    steps = np.asarray(jax.vmap(shortest_action_count)(levels))
+    want = their_perfect_regret(np.asarray(rollout.rewards), np.asarray(rollout.dones), steps,
+                                runner.env_params.max_steps, runner.ppo.gamma)
+    assert scored.valid.any()
+    np.testing.assert_allclose(scored.scores[scored.valid], want[scored.valid], rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)

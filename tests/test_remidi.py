@@ -290,7 +290,7 @@ def test_an_environment_with_random_steps_is_refused_in_one_line():
 def test_the_remidi_preset_is_robust_plr_by_true_regret_in_four_stages():
     remidi, plr = PRESETS["remidi"].options(), PRESETS["plr"].options()
     assert (remidi["method"], remidi["score_function"], remidi["remidi_stages"], remidi["remidi_stage_cycles"]) == \
-        ("remidi", "oracle_regret", 4, 1000)
+        ("remidi", "perfect_regret", 4, 1000)
     assert {k for k in plr if k in remidi and remidi[k] != plr[k]} == {"preset", "method", "score_function"}
 
 

@@ -150,7 +150,7 @@ def test_every_registered_score_has_a_reference():
     assert set(sc.STEP_SCORES) == {"pvl", "maxmc", "l1_value_loss", "gae", "policy_entropy", "least_confidence",
                                    "min_margin", "one_step_td", "normalized_policy_entropy",
                                    "one_step_td_level_replay"}
-    assert set(sc.SCORE_FUNCTIONS) == set(sc.STEP_SCORES) | {"learnability", "oracle_regret", "mna"}  # test_regret_scores
+    assert set(sc.SCORE_FUNCTIONS) == set(sc.STEP_SCORES) | {"learnability", "oracle_regret", "perfect_regret", "mna"}  # test_regret_scores
 
 
 @pytest.mark.parametrize("name", sorted(["pvl", "maxmc", "l1_value_loss", "gae", "policy_entropy",

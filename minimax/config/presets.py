@@ -187,11 +187,13 @@ loss, with co-learnability, both weights 1 (the authors' maze config). Their oth
 probability 0.8, 5 random edits from empty rooms, PPO lr 1e-4 with 5 epochs, 250M env steps) are not taken:
 this keeps the report's ACCEL so that only the curriculum differs from `accel` (docs/methods.md)."""
 
-REMIDI_MAZE = {**_preset("plr"), "preset": "remidi", "method": "remidi", "score_function": "oracle_regret",
+REMIDI_MAZE = {**_preset("plr"), "preset": "remidi", "method": "remidi", "score_function": "perfect_regret",
                "remidi_stages": 4, "remidi_stage_cycles": 1000}
 """ReMiDi (ICML 2024; `runners/remidi.py`): robust PLR (Table 5's `plr`) over 4 stages of 1,000 cycles, scoring
-levels by their true regret, as the authors' maze scripts do (`perfect_regret`, `--tau_buffer_size 4`,
-`--number_of_replays_per_buffer 1000`). Their other settings (replay 0.8, temperature 1, a 256-level buffer,
+levels by their discounted true regret as the authors' code computes it (`perfect_regret`; until 2026-11-28 the
+undiscounted `oracle_regret`), as their maze scripts do (`--tau_buffer_size 4`, `--number_of_replays_per_buffer
+1000`; those scripts call `x_remidi.py`, which their repository does not ship: its `x_minigrid_remidi.py` takes
+`--num_outer_adversaries`, default 16 stages). Their other settings (replay 0.8, temperature 1, a 256-level buffer,
 lr 1e-3, no entropy bonus, 25 walls) are not taken: only the curriculum differs from `plr` (docs/methods.md)."""
 
 PRESET_OPTIONS: dict[str, dict] = {**{name: _preset(name) for name in (*TABLE_5, *TABLE_6)}, "sfl": SFL_MAZE,

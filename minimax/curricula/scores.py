@@ -36,8 +36,10 @@ class ScoreInputs:
     episode_returns: Any = None   # float32[T, N]: the return of the episode that ended at t (where `dones`)
     optimal_returns: Any = None   # float32[N]: the level's optimal return, where the environment knows it
     update_sq_norms: Any = None   # float32[N]: |grad of PPO's loss on the level alone|^2, for a score that asks
+    optimal_steps: Any = None     # int32[N]: the action count of an optimal episode (-1: none), for a score that asks
     gamma: float = struct.field(pytree_node=False, default=0.99)
     gae_lambda: float = struct.field(pytree_node=False, default=0.95)
+    reward_scale: float = struct.field(pytree_node=False, default=1.0)  # rewards and returns here are times this
 
 
 def positive_value_loss(x: ScoreInputs):
@@ -115,6 +117,8 @@ class Score:
     needs_max_returns: bool = False
     """Reads `max_returns`: the best return ever seen on each level (a level buffer keeps it; a host run's
     level sampler does not)."""
+    needs_optimal_steps: bool = False
+    """Reads `optimal_steps` (and `optimal_returns`): the third of the environment's `level_facts`."""
 
     @property
     def from_steps_alone(self) -> bool:
@@ -130,14 +134,15 @@ SCORES: dict[str, Score] = {}
 
 def register_score(name: str, fn: Callable, *, per_level: bool = False, needs_discrete_actions: bool = False,
                    needs_success: bool = False, needs_optimum: bool = False, needs_update_norms: bool = False,
-                   problems: Callable | None = None, needs_max_returns: bool = False, replace: bool = False) -> Score:
+                   problems: Callable | None = None, needs_max_returns: bool = False,
+                   needs_optimal_steps: bool = False, replace: bool = False) -> Score:
     """Make `fn` the score `--score-function name` (see the module docstring for its signature)."""
     if not name or not name.replace("_", "").isalnum():
         raise ValueError(f"a score name is letters, digits and underscores, got {name!r}")
     if name in SCORES and not replace:
         raise ValueError(f"score {name!r} is already registered (pass replace=True to replace it)")
     SCORES[name] = Score(name, fn, per_level, needs_discrete_actions, needs_success, needs_optimum,
-                         needs_update_norms, problems, needs_max_returns)
+                         needs_update_norms, problems, needs_max_returns, needs_optimal_steps)
     return SCORES[name]
 
 
@@ -156,6 +161,39 @@ def oracle_regret(x: ScoreInputs):
     episodes = x.dones.sum(0, dtype=jnp.int32)
     mean_return = jnp.where(x.dones, x.episode_returns, 0.0).sum(0) / jnp.maximum(episodes, 1)
     return (x.optimal_returns - mean_return).astype(jnp.float32), episodes > 0
+
+
+def discounted_episode_returns(rewards, dones, gamma):
+    """`(mean float32[N], episodes int32[N])`: the mean over each env's completed episodes of
+    `sum_k gamma^k r_k`, k counted from the episode's first step (ReMiDi's `monte_carlo_regret` returns)."""
+    def count(steps, done):
+        return (steps + 1) * ~done, steps
+    _, k = jax.lax.scan(count, jnp.zeros(dones.shape[1:], jnp.int32), dones)
+    discounted = jnp.cumsum(rewards * gamma ** k.astype(jnp.float32), axis=0)
+    ends = jnp.where(dones, jnp.arange(dones.shape[0])[:, None], -1)
+    previous = jnp.concatenate([jnp.full_like(ends[:1], -1), jax.lax.cummax(ends, axis=0)[:-1]], axis=0)
+    before = jnp.where(previous >= 0, jnp.take_along_axis(discounted, jnp.maximum(previous, 0), axis=0), 0.0)
+    episodes = dones.sum(0, dtype=jnp.int32)
+    return jnp.where(dones, discounted - before, 0.0).sum(0) / jnp.maximum(episodes, 1), episodes
+
+
+def perfect_regret(x: ScoreInputs):
+    """ReMiDi's true regret, as the authors' code computes it (`perfect_regret` of Michael-Beukman/ReMiDi's
+    `lib/common/plr.py`, the score of their maze scripts): their optimum minus the mean discounted return of
+    the level's completed episodes (`discounted_episode_returns`). Their optimum for a shortest action count
+    N and episodes of at most M steps is `(1 - 0.9 (N + 1) / M) gamma^N`, 0 where the goal cannot be reached.
+    That is the discounted return of an optimal episode one action longer than the maze's (AMaze's and
+    jaxued's reward is `1 - 0.9 N / M`, on the N-th step, discounted by gamma^(N - 1)): an optimal episode
+    scores a little below 0 under it, and we keep it so (the authors' runs were scored so). Written from the
+    optimal return `1 - 0.9 N / M` and N (`level_facts`), so it holds for rewards of AMaze's form."""
+    if x.optimal_returns is None or x.optimal_steps is None:
+        raise ValueError("perfect_regret needs each level's optimal return and action count (the environment's "
+                         "level_facts)")
+    n = x.optimal_steps.astype(jnp.float32)
+    per_step = (x.reward_scale - x.optimal_returns) / jnp.maximum(n, 1.0)  # 0.9 / M, times the reward scale
+    optimum = jnp.where(x.optimal_steps >= 1, (x.optimal_returns - per_step) * x.gamma ** n, 0.0)
+    mean_return, episodes = discounted_episode_returns(x.rewards, x.dones, x.gamma)
+    return (optimum - mean_return).astype(jnp.float32), episodes > 0
 
 
 def clipped_advantages(x: ScoreInputs):
@@ -206,6 +244,9 @@ register_score("normalized_policy_entropy", normalized_policy_entropy, needs_dis
 register_score("one_step_td_level_replay", one_step_td_level_replay)
 register_score("learnability", learnability, per_level=True, needs_success=True)
 register_score("oracle_regret", oracle_regret, per_level=True, needs_optimum=True)
+register_score("perfect_regret", perfect_regret, per_level=True, needs_optimum=True, needs_optimal_steps=True)
+
+
 def _mna_problems(cfg):
     if not cfg.ppo.gae_lambda < 1:
         yield (f"--score-function mna weighs its clipped sums by lambda^i / (1 - lambda): --gae-lambda must be < 1, "

@@ -28,8 +28,10 @@ What an entry provides, and why each piece exists:
 - `make_model(cfg) -> flax module`: the student network that suits the env's
   observations and actions (`(carry, obs, reset) -> (carry, policy, value)`); `cores`: the
   `--recurrent-cell` values it accepts.
-- `level_facts(levels, params) -> (optimal_return[B], solvable[B])` (optional): what
-  evaluation reports beside the policy's return (the gap to optimal); NaN / True without it.
+- `level_facts(levels, params) -> (optimal_return[B], solvable[B][, optimal_steps[B]])` (optional): what
+  evaluation reports beside the policy's return (the gap to optimal); NaN / True without it. The third, the
+  action count of an optimal episode (int32, -1 where none ends it), is what ReMiDi's discounted true
+  regret (`--score-function perfect_regret`) needs beside the optimal return.
 - `discrete_actions`: `Discrete` actions (a `Categorical` policy) rather than `Box` ones; the
   scores that read action probabilities (least confidence, min margin) need them.
 - `binary_outcome`: episodes end in success or failure (`info["solved"]` means something):

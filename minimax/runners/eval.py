@@ -153,7 +153,7 @@ class EvalRunner:
     def _level_facts(self, levels, env_params):
         """Per level: the optimal return and whether the level can be solved at all (NaN, True if unknown)."""
         if self.level_facts is not None:
-            return self.level_facts(levels, env_params)
+            return tuple(self.level_facts(levels, env_params)[:2])  # a third (optimal steps) is the scores'
         n = jax.tree.leaves(levels)[0].shape[0]
         return jnp.full((n,), jnp.nan, jnp.float32), jnp.ones((n,), bool)
 

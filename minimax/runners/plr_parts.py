@@ -53,6 +53,7 @@ class Played(NamedTuple):
     rollout: Rollout
     batch: object  # PPOBatch
     optimal: jax.Array | None  # float32[n]: each level's optimal return, where the environment knows it
+    optimal_steps: jax.Array | None = None  # int32[n]: its optimal episode's action count, where a score needs it
 
 
 class Scored(NamedTuple):
@@ -136,9 +137,11 @@ def play(run: Run, key, params, buffer: LevelBuffer, levels, replayed=None) -> P
         slots = jnp.where(replayed >= 0, replayed, slots)
     rollout = play_levels(key, run.env, run.env_params, run.model.apply, params, run.model.initial_carry(n),
                           levels, run.num_steps, run.shard, run.ppo.unroll)
-    optimal = None if run.level_facts is None else run.level_facts(levels, run.env_params)[0]
+    facts = None if run.level_facts is None else run.level_facts(levels, run.env_params)
+    steps = facts[2] if facts is not None and len(facts) > 2 and SCORES[run.cur.score_function].needs_optimal_steps \
+        else None
     return Played(levels, slots, _local(run, found.repeat, n), found.first, rollout, ppo_batch(rollout, run.ppo),
-                  optimal)
+                  None if facts is None else facts[0], steps)
 
 
 def train(run: Run, key, train_state, batch, trainable):
@@ -176,7 +179,9 @@ def score(run: Run, played: Played, buffer: LevelBuffer, params) -> Scored:
                          last_value=rollout.last_value, max_returns=jnp.maximum(prior_max, best) * scale,
                          episode_returns=rollout.episode_returns * scale,
                          optimal_returns=None if played.optimal is None else played.optimal * scale,
-                         gamma=run.ppo.gamma, gae_lambda=run.ppo.gae_lambda, update_sq_norms=norms)
+                         optimal_steps=played.optimal_steps,
+                         gamma=run.ppo.gamma, gae_lambda=run.ppo.gae_lambda, update_sq_norms=norms,
+                         reward_scale=scale)
     scores, valid = score_levels(run.cur.score_function, inputs)
     return Scored(scores, jnp.where(jnp.isfinite(best), best, 0.0), valid)
 
@@ -246,7 +251,7 @@ def envs_part(played: Played, scored: Scored, start: int, stop: int) -> tuple[Pl
     """Envs `start:stop` of a played batch (one group of a parallel cycle), for `group_metrics`."""
     cut = lambda x: None if x is None else jax.tree.map(lambda a: a[start:stop], x)  # noqa: E731
     part = Played(cut(played.levels), cut(played.slots), cut(played.repeat), played.first,
-                  rollout_envs(played.rollout, start, stop), None, cut(played.optimal))
+                  rollout_envs(played.rollout, start, stop), None, cut(played.optimal), cut(played.optimal_steps))
     return part, Scored(*(cut(x) for x in scored))
 
 

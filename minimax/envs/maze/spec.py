@@ -14,7 +14,7 @@ from minimax.envs.maze.generators import make_dr_generator, make_empty_generator
 from minimax.envs.maze.level import InvalidLevelError, level_layout
 from minimax.envs.maze.mutators import MUTATORS
 from minimax.envs.maze.ood import SUITES, get_suite, load_level_file
-from minimax.envs.maze.paths import env_metrics, optimal_return, shortest_path_length
+from minimax.envs.maze.paths import env_metrics, optimal_return, shortest_action_count, shortest_path_length
 from minimax.envs.maze.render import episode_frames, render_level
 from minimax.envs.maze.teacher import MazeTeacher, TeacherParams
 from minimax.envs.registry import TeacherSpec, UEDEnv
@@ -61,12 +61,14 @@ def level_metrics(level) -> dict:
 
 @functools.partial(jax.jit, static_argnums=1)
 def level_facts(levels, params):
-    """Per level of a batch: the optimal return (in-jit shortest path) and whether the goal is reachable.
+    """Per level of a batch: the optimal return (in-jit shortest path), whether the goal is reachable, and the
+    optimal episode's action count (-1 where no episode within `max_steps` reaches the goal).
 
     Jitted so that a runner step, which asks it for new, replayed and mutated levels of the same shapes, traces
     its breadth-first searches once: jit keeps the trace per shapes (tracing them costs ~0.4 s each time)."""
     optimal = jax.vmap(optimal_return, in_axes=(0, None))(levels, params.max_steps)
-    return optimal, jax.vmap(shortest_path_length)(levels) >= 0
+    steps = jax.vmap(shortest_action_count)(levels)
+    return optimal, jax.vmap(shortest_path_length)(levels) >= 0, jnp.where(steps <= params.max_steps, steps, -1)
 
 
 def load_levels(path: str):
