@@ -152,3 +152,23 @@ def test_two_vmapped_seeds_train_resume_exactly_and_make_train_runs_them(tmp_pat
     assert state.novelty.shape == (2, 16) and bool(state.coverage.fitted.all())
     stored = np.asarray(state.buffer.filled)
     assert (np.asarray(state.novelty)[stored] != 0).any()  # stored levels carry their measured novelty
+
+
+@pytest.mark.e2e  # an ACCEL-CENIE program of its own (another static option)
+def test_played_coverage_takes_every_rollout_the_student_plays_childrens_too():
+    """`--novelty-coverage played`: every cycle's rollout joins the window, and a replay cycle's children's too
+    (after their novelty is measured); `tests/test_plr_runners.py` checks the default, `trained`."""
+    from run_helpers import CANONICAL, CANONICAL_CYCLES  # noqa: PLC0415
+
+    from minimax.training.builder import build_runner  # noqa: PLC0415
+
+    runner = build_runner(TrainConfig.from_options(**{**CANONICAL, "replay_prob": 1.0}, method="accel_cenie",
+                                                novelty_coverage="played"))
+    state, replays = jax.jit(runner.init)(jax.random.key(0)), 0
+    step = jax.jit(runner.step)
+    for _ in range(CANONICAL_CYCLES):
+        state, metrics = step(state)
+        replays += int(metrics["replay_fraction_sum"] > 0)
+    assert 0 < replays < CANONICAL_CYCLES
+    per_rollout = runner.num_envs * runner.novelty.novelty_samples
+    assert int(state.coverage.filled.sum()) == (CANONICAL_CYCLES + replays) * per_rollout

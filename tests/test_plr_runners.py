@@ -68,6 +68,20 @@ def test_accel_cenie_measures_and_stores_its_childrens_novelty():
     assert children.any() and np.all(np.asarray(states.novelty)[children] != 0)
 
 
+@pytest.mark.parametrize("method", ["cenie", "accel_cenie"])
+def test_cenie_coverage_holds_the_rollouts_the_student_trained_on(method):
+    """`--novelty-coverage trained` (the default): only the replay cycles' rollouts join the coverage window, not a
+    new-level cycle's (the first cycle always is one: its buffer is empty) nor ACCEL-CENIE's children."""
+    _, runner, _, states, m = canonical_run(method)
+    replay_cycles = (m["replay_fraction_sum"] > 0).sum(1)
+    assert runner.novelty.novelty_coverage == "trained" and (replay_cycles < STEPS).all()
+    np.testing.assert_array_equal(np.asarray(states.coverage.filled).sum(1),
+                                  replay_cycles * runner.num_envs * runner.novelty.novelty_samples)
+    saved = small(method).to_dict()
+    saved["novelty"].pop("novelty_coverage")  # a run saved before the option: every cycle's rollouts joined
+    assert TrainConfig.from_dict(saved).novelty.novelty_coverage == "cycles"
+
+
 def test_every_step_is_one_cycle_and_counts_gradient_updates_and_env_steps(two_seeds):
     """One step is one rollout cycle, as in the minimax release (its "update"): plain PLR trains on
     every cycle, robust PLR and ACCEL on replay cycles only (ACCEL's also play the mutated children),

@@ -191,6 +191,9 @@ class TrainConfig(CompiledRunOptions):
             # scores were per-step means; their traced_obs_scale (0.1 then) is saved and read as it is.
             flat.setdefault("traced_observation", "all")
             flat.setdefault("traced_score_sums", False)
+        if "novelty_window" in flat:
+            # CENIE runs saved before 2026-11-28 (issue 70): every cycle's rollouts joined the coverage.
+            flat.setdefault("novelty_coverage", "cycles")
         if "mutation_criterion" not in flat:
             # Configs saved before the criterion existed: q > 0 mutated the q best-scored replays.
             q = flat.get("mutation_subsample", 0)

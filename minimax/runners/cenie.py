@@ -7,7 +7,7 @@ The cycle is robust PLR's (`robust_plr.py`), top to bottom, with three more line
 uses the mixed distribution; after scoring, each played level's novelty is measured against the
 coverage so far and stored beside its slot (a newcomer's where it entered, a replay's refreshed);
 then the cycle's samples join the coverage window and the mixture takes `--novelty-em-steps` EM
-steps. Admission into the buffer and the slot a newcomer replaces follow the regret score, as in robust
+steps, on the cycles `--novelty-coverage` names (by default the replay cycles, those the student trains on). Admission into the buffer and the slot a newcomer replaces follow the regret score, as in robust
 PLR (the paper combines the two objectives in the replay distribution). `--novelty-coef 0` is robust
 PLR's replay distribution, with the coverage still fitted.
 
@@ -16,14 +16,14 @@ ACCEL-CENIE (`--method accel_cenie`, the paper's other variant) is the same cycl
 scored, offered, and their novelty is measured and stored like the played levels'. Our choices where
 the paper was not readable here: a child's novelty is measured against the coverage after this cycle's
 refit (it is compared with what the student has just played, its parent included), and the children's
-rollouts do not join the coverage (it models the experience of the levels the student is sent to: new
-and replayed ones; a child's rollout only scores it).
-"""
+rollouts join the coverage only under `--novelty-coverage played` (by default it models what the student
+trains on: a child's rollout, like a new level's in robust PLR, only scores it)."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Literal
 
 import jax
 import jax.numpy as jnp
@@ -59,6 +59,11 @@ class NoveltyConfig:
     """EM iterations per cycle, warm-started from the last fit."""
     novelty_reg: Traced[float] = 0.01
     """Added to every variance (sklearn's reg_covar), keeping constant features from collapsing a component."""
+    novelty_coverage: Literal["trained", "cycles", "played"] = "trained"
+    """Which rollouts join the coverage: `trained`, those PPO trains on (the replay cycles': the paper's "coverage
+    from previous curriculum experiences" read as the experience the student learns from); `cycles`, every
+    cycle's (new-level cycles too; runs saved before 2026-11-28 did this); `played`, every rollout the student
+    plays (ACCEL-CENIE's children too, after their novelty is measured)."""
 
     def __post_init__(self):
         check(self, self._rules)
@@ -121,6 +126,8 @@ class CENIERunner(CoinReplayRunner):
         stored = write_slots(self, state.novelty, where, novelty)
         coverage = refit(k_fit, push(state.coverage, self.shard.gather(samples)), nc.novelty_em_steps,
                          nc.novelty_reg)
+        if nc.novelty_coverage == "trained":  # a new-level cycle trains nothing: its rollouts stay out
+            coverage = jax.tree.map(lambda new, old: jnp.where(replay, new, old), coverage, state.coverage)
         training_set = mark_stored(self, state.training_set, seeds, jnp.where(replay, -1, where))
         metrics.update(played_groups(self, replay, played, scored))
         metrics.update(mean_sums("novelty/played", novelty.sum(), n))
@@ -128,18 +135,20 @@ class CENIERunner(CoinReplayRunner):
         def mutate_and_play(carry):
             """ACCEL-CENIE: the replayed levels' children, played with the updated policy, scored, offered, and
             their novelty measured against the refitted coverage and stored; no gradient."""
-            buffer, stored = carry
+            buffer, stored, coverage = carry
             k_children, k_kid_samples = jax.random.split(jax.random.fold_in(k_cover, 1))
             kids, mutations = play_children(self, k_children, buffer, levels, idx, scored, train_state.params)
             buffer, kid_where, kid_scores = score_and_offer(self, buffer, kids, train_state.params, ~kids.repeat,
                                                             mutations)
-            _, kid_novelty = self.measure(k_kid_samples, coverage, kids)
-            return (buffer, write_slots(self, stored, kid_where, kid_novelty)), {
+            kid_samples, kid_novelty = self.measure(k_kid_samples, coverage, kids)
+            if nc.novelty_coverage == "played":  # joins the window now; the next cycle's refit fits it
+                coverage = push(coverage, self.shard.gather(kid_samples))
+            return (buffer, write_slots(self, stored, kid_where, kid_novelty), coverage), {
                 **group_metrics(self, "mutated", kids, kid_scores),
                 **mean_sums("novelty/mutated", kid_novelty.sum(), n)}
 
         if self.mutates:
-            (buffer, stored), mutated = cond_or_zeros(replay, mutate_and_play, (buffer, stored))
+            (buffer, stored, coverage), mutated = cond_or_zeros(replay, mutate_and_play, (buffer, stored, coverage))
             metrics.update(mutated)
         env_steps = self.num_envs * self.num_steps * (1 + jnp.asarray(replay & self.mutates, jnp.int32))
         out, metrics = finish(self, state, train_state, buffer, training_set, key, metrics, played.rollout, replay,
