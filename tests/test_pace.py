@@ -9,7 +9,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from minimax.agents.ppo import PPOBatch, advantage_moments, level_update_sq_norms, ppo_loss
+import optax
+
+from minimax.agents.level_updates import LevelUpdate, is_critic, level_update_sq_norms
+from minimax.agents.ppo import PPOBatch, advantage_moments, ppo_loss
 from minimax.config import PRESETS, TrainConfig
 from minimax.core.parallel import NO_SHARD
 from minimax.curricula.scores import SCORES, ScoreInputs
@@ -47,8 +50,9 @@ def one_level(batch: PPOBatch, i: int) -> PPOBatch:
 
 def test_each_levels_norm_is_its_own_gradients_and_the_batch_gradient_is_their_mean(played):
     runner, params, _, batch = played
-    norms = np.asarray(jax.jit(lambda p, b: level_update_sq_norms(p, runner.model.apply, b, runner.ppo))(
-        params, batch))
+    whole_loss = LevelUpdate(loss="ppo", params="all")  # the reading whose levels' gradients sum to the batch's
+    norms = np.asarray(jax.jit(lambda p, b: level_update_sq_norms(p, runner.model.apply, b, runner.ppo,
+                                                                  reading=whole_loss))(params, batch))
     moments = advantage_moments(batch.advantages)
     grad = jax.jit(jax.grad(ppo_loss, has_aux=True), static_argnums=(1, 3, 4))
     per_level = [grad(params, runner.model.apply, one_level(batch, i), runner.ppo, NO_SHARD, moments)[0]
@@ -61,6 +65,52 @@ def test_each_levels_norm_is_its_own_gradients_and_the_batch_gradient_is_their_m
     scale = max(float(jnp.abs(g).max()) for g in jax.tree.leaves(whole))
     for a, b in zip(jax.tree.leaves(mean), jax.tree.leaves(whole)):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * scale)
+
+
+READINGS = [LevelUpdate(), LevelUpdate(loss="ppo", params="all"), LevelUpdate(loss="ppo", params="actor"),
+            LevelUpdate(step="sgd"), LevelUpdate(loss="ppo", params="all", step="sgd", advantages="level"),
+            LevelUpdate(advantages="level")]
+
+
+def direct_sq_norm(runner, params, batch, i, reading: LevelUpdate):
+    """A temporary update on level i's data alone, taken with optax outside any vmap: the change of the
+    parameters `reading` measures, squared and summed. `gradient` is an SGD step of rate 1 (the gradient
+    itself); `sgd` the run's rate after clipping at --max-grad-norm."""
+    cfg, level = runner.ppo, one_level(batch, i)
+    moments = advantage_moments(batch.advantages) if reading.advantages == "batch" else None
+
+    def objective(p):
+        loss, stats = ppo_loss(p, runner.model.apply, level, cfg, NO_SHARD, moments)
+        return loss if reading.loss == "ppo" else stats["policy_loss"] - cfg.entropy_coef * stats["entropy"]
+
+    grads = jax.grad(objective)(params)
+    tx = optax.sgd(1.0) if reading.step == "gradient" else optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm),
+                                                                       optax.sgd(cfg.lr))
+    updates, _ = tx.update(grads, tx.init(params), params)
+    moved = optax.apply_updates(params, updates)
+    change = jax.tree_util.tree_map_with_path(
+        lambda path, a, b: jnp.zeros_like(a) if reading.params == "actor" and is_critic(path) else a - b, moved, params)
+    return sum(float(jnp.sum(jnp.square(c))) for c in jax.tree.leaves(change))
+
+
+def test_every_pace_reading_is_a_temporary_update_on_the_level_alone(played):
+    runner, params, _, batch = played
+    got = {}
+    for reading in READINGS:
+        norms = np.asarray(jax.jit(lambda p, b, r=reading: level_update_sq_norms(p, runner.model.apply, b, runner.ppo,
+                                                                                 reading=r))(params, batch))
+        direct = [direct_sq_norm(runner, params, batch, i, reading) for i in range(runner.n)]
+        np.testing.assert_allclose(norms, direct, rtol=2e-4, atol=1e-12)
+        got[reading] = norms
+    # The readings measure different things: the value term moves the trunk (policy vs ppo), the value head is
+    # left out (actor vs all), the level's own moments change every level's advantages.
+    default, whole = got[LevelUpdate()], got[LevelUpdate(loss="ppo", params="all")]
+    assert not np.allclose(default, whole, rtol=1e-3)
+    assert (got[LevelUpdate(loss="ppo", params="actor")] < whole).all()
+    assert not np.allclose(got[LevelUpdate(advantages="level")], default, rtol=1e-3)
+    # The policy objective leaves the critic's own parameters unmoved: `actor` and `all` agree there.
+    np.testing.assert_allclose(direct_sq_norm(runner, params, batch, 0, LevelUpdate(params="all")), default[0],
+                               rtol=2e-4)
 
 
 def test_the_runner_scores_every_played_level_by_its_norm(played):
@@ -98,3 +148,14 @@ def test_two_vmapped_seeds_train_resume_exactly_and_make_train_runs_them(tmp_pat
     out = jax.jit(jax.vmap(make_train(cfg.replace(seeds="", num_updates=2))))(jax.random.split(jax.random.key(0), 2))
     scores = np.asarray(out["runner_state"].buffer.scores)
     assert scores.shape == (2, 16) and (scores.max(1) > 0).all()
+
+
+def test_pace_reads_the_paper_by_default_and_older_runs_resume_with_the_whole_loss():
+    now = TrainConfig.from_options(**SMALL).curriculum
+    assert (now.pace_loss, now.pace_params, now.pace_step, now.pace_advantages) == ("policy", "actor", "gradient",
+                                                                                    "batch")
+    saved = TrainConfig.from_options(**SMALL).to_dict()
+    for field in ("pace_loss", "pace_params", "pace_step", "pace_advantages"):
+        saved["curriculum"].pop(field)
+    old = TrainConfig.from_dict(saved).curriculum
+    assert (old.pace_loss, old.pace_params, old.pace_step, old.pace_advantages) == ("ppo", "all", "gradient", "batch")

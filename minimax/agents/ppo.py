@@ -18,7 +18,6 @@ an episode (the recurrent carry is zeroed before it).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from typing import Any, Literal
@@ -267,24 +266,3 @@ def ppo_update(key, train_state: TrainState, batch: PPOBatch, cfg: PPOConfig, sh
     metrics = jax.tree.map(jnp.mean, stats)
     metrics["explained_variance"] = explained_variance(batch.values, batch.targets, shard)
     return train_state, metrics
-
-
-def level_update_sq_norms(params, apply_fn, batch: PPOBatch, cfg: PPOConfig, shard: Shard = NO_SHARD):
-    """float32[N]: for each env of the batch (one level each), the squared L2 norm of the gradient of PPO's
-    loss on that env's T steps alone, at `params`: the SGD step that training on the level would take,
-    up to the learning rate (PACE's level score, `curricula/pace.py`).
-
-    Each env's loss is `ppo_loss` on its own sequence with the advantages normalised by the whole batch's
-    moments, so the batch's gradient is exactly the mean of the N per-level gradients (a test checks it):
-    the update decomposes into the levels' contributions. One `vmap(grad)` over the env axis, without a
-    Python loop; it holds N gradients at once (N x the student's parameters in memory)."""
-    moments = advantage_moments(batch.advantages, shard)
-
-    def one_level(init_carry, time_major):
-        level = PPOBatch(**jax.tree.map(lambda x: x[:, None], time_major),
-                         init_carry=jax.tree.map(lambda x: x[None], init_carry))
-        grads, _ = jax.grad(ppo_loss, has_aux=True)(params, apply_fn, level, cfg, NO_SHARD, moments)
-        return sum(jnp.sum(jnp.square(g.astype(jnp.float32))) for g in jax.tree.leaves(grads))
-
-    fields = {f.name: getattr(batch, f.name) for f in dataclasses.fields(batch) if f.name != "init_carry"}
-    return jax.vmap(one_level, in_axes=(0, 1))(batch.init_carry, fields)

@@ -191,6 +191,11 @@ class TrainConfig(CompiledRunOptions):
             # scores were per-step means; their traced_obs_scale (0.1 then) is saved and read as it is.
             flat.setdefault("traced_observation", "all")
             flat.setdefault("traced_score_sums", False)
+        if "min_fill_ratio" in flat:
+            # PLR-family runs saved before 2026-11-28 (issue 70): PACE measured the whole PPO loss's gradient over
+            # every parameter.
+            flat.setdefault("pace_loss", "ppo")
+            flat.setdefault("pace_params", "all")
         if "novelty_window" in flat:
             # CENIE runs saved before 2026-11-28 (issue 70): every cycle's rollouts joined the coverage.
             flat.setdefault("novelty_coverage", "cycles")

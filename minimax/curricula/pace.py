@@ -7,14 +7,15 @@ so the squared norm of a level's update measures the learning it offers, from th
 already played (no extra rollouts). We found no public code; this is built from the paper's definition,
 with these choices (docs/methods.md):
 
-- **The update is PPO's, on the level's own rollout**: `g` is the gradient of our PPO loss (clipped
-  surrogate + value loss - entropy bonus, the loss the update descends) over the level's T steps, at the
-  parameters that played them, with the advantages normalised by the whole batch's moments, so the
-  batch's update is exactly the mean of the levels' (`agents/ppo.py: level_update_sq_norms`).
-- **The SGD step, not Adam's**: the score is `|g|^2`, the squared norm of the SGD step up to `eta^2`. A
-  constant factor changes neither the rank nor the power prioritisation PLR uses (nor the staleness mix);
-  Adam's per-parameter scaling would make the score a function of the optimiser's history, not of the level;
-  and before `--max-grad-norm`'s clipping, which would give every level above the cap the same score.
+- **Which update** is four options (`agents/level_updates.py: LevelUpdate`, `--pace-loss`, `--pace-params`,
+  `--pace-step`, `--pace-advantages`): by default the gradient of the policy objective (clipped surrogate -
+  entropy bonus) over the policy's parameters (all but the critic's), the abstract's "policy parameter change"
+  of the "policy optimization objective"; on the level's T steps, at the parameters that played them, with the
+  advantages normalised by the whole batch's moments.
+- **The gradient, not Adam's step** (`--pace-step gradient`, or `sgd`: the run's clipped SGD step): the score
+  is `|g|^2`, the squared norm of the SGD step up to `eta^2`. A constant factor changes neither the rank nor the
+  power prioritisation PLR uses (nor the staleness mix); Adam's per-parameter scaling would make the score a
+  function of the optimiser's history, not of the level.
 - **Every played level is scored**: a gradient exists for any T steps, finished episode or not.
 
 The cost is one backward pass per level per scored rollout (a `vmap` of `grad` over the envs), on top of

@@ -70,6 +70,18 @@ class CurriculumConfig:
     """On several devices: one level buffer shared by all devices, instead of one of capacity K/D each."""
     buffer_png: int = 0
     """Save a PNG of the N highest-weighted buffer levels at every log step in <run>/buffer/ (0 = off)."""
+    pace_loss: Literal["policy", "ppo"] = "policy"
+    """--score-function pace: the update of the policy objective (surrogate - entropy bonus; the paper's "policy
+    optimization objective") or of the whole PPO loss (the value term too)."""
+    pace_params: Literal["actor", "all"] = "actor"
+    """--score-function pace: the norm over the policy's parameters (the paper's "policy parameter change": all but
+    the critic's) or over all of them."""
+    pace_step: Literal["gradient", "sgd"] = "gradient"
+    """--score-function pace: |g|^2 (the first-order step; the paper names no optimiser) or the run's SGD step
+    (lr x g, clipped at --max-grad-norm: levels above the cap tie)."""
+    pace_advantages: Literal["batch", "level"] = "batch"
+    """--score-function pace: advantages normalised by the batch's moments (the batch's update is the mean of the
+    levels') or by the level's own (PPO on the level alone)."""
 
     def __post_init__(self):
         check(self, self._rules)

@@ -30,7 +30,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from minimax.agents.ppo import level_update_sq_norms, ppo_update
+from minimax.agents.level_updates import LevelUpdate, level_update_sq_norms
+from minimax.agents.ppo import ppo_update
 from minimax.core.metrics import level_metric_sums, mean_sums, reduce_over_devices
 from minimax.curricula.level_buffer import (LevelBuffer, advance_clock, buffer_stats, fill_ratio, locate, offer,
                                             sample_replay)
@@ -173,7 +174,9 @@ def score(run: Run, played: Played, buffer: LevelBuffer, params) -> Scored:
     scale = run.ppo.reward_scale
     norms = None
     if SCORES[run.cur.score_function].needs_update_norms:
-        norms = level_update_sq_norms(params, run.model.apply, played.batch, run.ppo, run.shard)
+        c = run.cur
+        norms = level_update_sq_norms(params, run.model.apply, played.batch, run.ppo, run.shard,
+                                      LevelUpdate(c.pace_loss, c.pace_params, c.pace_step, c.pace_advantages))
     inputs = ScoreInputs(rewards=rollout.rewards * scale, values=rollout.values, dones=rollout.dones,
                          solved=rollout.solved, advantages=played.batch.advantages, policy=rollout.policy,
                          last_value=rollout.last_value, max_returns=jnp.maximum(prior_max, best) * scale,

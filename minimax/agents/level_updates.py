@@ -1,0 +1,72 @@
+"""Each level's own PPO update, measured: the squared L2 norm of the parameter change that training on one
+level's rollout alone would make (PACE's level score, `curricula/pace.py`), under the readings PACE's paper
+leaves to its reader (`LevelUpdate`; `--pace-loss`, `--pace-params`, `--pace-step`, `--pace-advantages`).
+
+One `vmap(grad)` over the batch's env axis (one level per env), without a Python loop; it holds N gradients at
+once (N x the student's parameters in memory). `tests/test_pace.py` checks every reading against a temporary
+update taken on one level's data alone, outside the vmap."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+import jax
+import jax.numpy as jnp
+
+from minimax.agents.ppo import PPOBatch, PPOConfig, advantage_moments, ppo_loss
+from minimax.core.parallel import NO_SHARD, Shard
+
+
+@dataclasses.dataclass(frozen=True)
+class LevelUpdate:
+    """Which update of a level is measured (the defaults: PACE's paper where it says, else the cheaper reading)."""
+
+    loss: Literal["policy", "ppo"] = "policy"
+    """`policy`: the policy objective (clipped surrogate - entropy bonus), the paper's "policy optimization
+    objective"; `ppo`: the whole PPO loss, its value term too."""
+    params: Literal["actor", "all"] = "actor"
+    """`actor`: the parameters the policy reads (every leaf but the critic's: a path naming `value` or `critic`),
+    the paper's "policy parameter change"; `all`: every parameter, the value head's too."""
+    step: Literal["gradient", "sgd"] = "gradient"
+    """`gradient`: |g|^2, the first-order step up to the learning rate (the paper's derivation; it names no
+    optimiser); `sgd`: the SGD step the run would take, `lr x g` clipped at `--max-grad-norm` (the whole gradient's
+    norm), so levels above the cap tie."""
+    advantages: Literal["batch", "level"] = "batch"
+    """Advantages normalised by the whole batch's moments (`batch`: the batch's update is then exactly the mean of
+    the levels', a decomposition) or by the level's own (`level`: PPO on that level's data alone)."""
+
+
+def is_critic(path) -> bool:
+    """Whether a parameter leaf (its key path) belongs to the critic alone: our students name its layers
+    `value_*` (`value_hidden`, `value_out`, `value_trunk`) or `critic_*` (IMPALA's `critic_linear`)."""
+    names = [str(getattr(k, "key", getattr(k, "name", k))) for k in path]
+    return any(n.startswith(("value", "critic")) for n in names)
+
+
+def level_update_sq_norms(params, apply_fn, batch: PPOBatch, cfg: PPOConfig, shard: Shard = NO_SHARD,
+                          reading: LevelUpdate = LevelUpdate()):
+    """float32[N]: for each env of the batch (one level each), the squared L2 norm of the update `reading` names,
+    on that env's T steps alone, at `params`."""
+    moments = advantage_moments(batch.advantages, shard) if reading.advantages == "batch" else None
+
+    def objective(p, level):
+        loss, stats = ppo_loss(p, apply_fn, level, cfg, NO_SHARD, moments)
+        return loss if reading.loss == "ppo" else stats["policy_loss"] - cfg.entropy_coef * stats["entropy"]
+
+    def one_level(init_carry, time_major):
+        level = PPOBatch(**jax.tree.map(lambda x: x[:, None], time_major),
+                         init_carry=jax.tree.map(lambda x: x[None], init_carry))
+        grads = jax.grad(objective)(params, level)
+        whole = sum(jnp.sum(jnp.square(g.astype(jnp.float32))) for g in jax.tree.leaves(grads))
+        if reading.params == "actor":
+            grads = jax.tree_util.tree_map_with_path(lambda path, g: jnp.zeros_like(g) if is_critic(path) else g,
+                                                     grads)
+        measured = sum(jnp.sum(jnp.square(g.astype(jnp.float32))) for g in jax.tree.leaves(grads))
+        if reading.step == "gradient":
+            return measured
+        clip = jnp.where(cfg.max_grad_norm > 0, jnp.minimum(1.0, cfg.max_grad_norm / (jnp.sqrt(whole) + 1e-12)), 1.0)
+        return jnp.square(cfg.lr * clip) * measured
+
+    fields = {f.name: getattr(batch, f.name) for f in dataclasses.fields(batch) if f.name != "init_carry"}
+    return jax.vmap(one_level, in_axes=(0, 1))(batch.init_carry, fields)
