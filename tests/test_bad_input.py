@@ -91,3 +91,23 @@ def test_a_multi_host_flag_that_is_not_a_number_is_one_line_naming_it(flag, caps
         main(["--coordinator-address", "127.0.0.1:1234", flag, "two"])
     assert stop.value.code == 2
     assert capsys.readouterr().err == f"error: {flag} takes an integer, got 'two'\n"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--budget", "weeks"], "--budget must be one of updates, cycles, env_steps, got 'weeks'"),
+    (["--budget=weeks"], "--budget must be one of updates, cycles, env_steps, got 'weeks'"),
+    (["--num-updates", "x"], "--num-updates takes an integer, got 'x'"),
+    (["--lr", "abc"], "--lr takes a number, got 'abc'"),
+    (["--seeds", "0,1", "--nonsense-flag", "3"], "unknown option --nonsense-flag (train.py --help lists the options)"),
+])
+def test_a_bad_choice_type_or_flag_is_one_line_not_tyros_box(argv, message, capsys):
+    """tyro's boxed errors (issue 71): a value outside an option's choices, of the wrong type, or a flag no option
+    has is the one-line `error:` every other refusal is, with exit status 2."""
+    from minimax.cli.train import main  # noqa: PLC0415
+
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    out = capsys.readouterr()
+    # (the first command of a process also says where its compilation cache is, on a line of its own)
+    assert out.err.splitlines()[-1] == f"error: {message}" and "╭" not in out.out + out.err

@@ -11,7 +11,8 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Annotated
+import typing
+from typing import Annotated, Literal
 
 import tyro
 
@@ -127,8 +128,57 @@ def _tyro_cli(shape, start, argv: list[str]):
                    "compiled program serves every value of them; a sweep varies them inside one program): "
                    + ", ".join(flag(n) for n in traced_options()) + ". --no-compile-cache: leave XLA's persistent "
                    "compilation cache off (on by default, in ~/.cache/minimax/jax).")
-    return tyro.cli(tyro.conf.OmitArgPrefixes[shape], default=start, args=argv, prog="train.py",
-                    description=description)
+    quiet = not any(a in ("-h", "--help") for a in argv)  # help is tyro's to print
+    problem = bad_value(argv) if quiet else None  # before tyro, which prints a box for a bad value whatever it's told
+    if problem:
+        raise ConfigError(problem)
+    try:
+        return tyro.cli(tyro.conf.OmitArgPrefixes[shape], default=start, args=argv, prog="train.py",
+                        description=description, console_outputs=not quiet)
+    except SystemExit as e:
+        problem = unknown_flag(argv) if quiet and e.code else None
+        if problem:
+            raise ConfigError(problem) from None
+        if quiet and e.code:  # nothing we can name in one line: tyro's own message
+            tyro.cli(tyro.conf.OmitArgPrefixes[shape], default=start, args=argv, prog="train.py")
+        raise
+
+
+def _flags(argv: list[str]):
+    """`(flag as written, option name, its value or None)` for each `--flag` of `argv`; a `--no-x` of a boolean
+    option is named `x`."""
+    for i, arg in enumerate(argv):
+        if arg.startswith("--"):
+            written, has_value, value = arg[2:].partition("=")
+            name = written.replace("-", "_")
+            if name.startswith("no_") and OPTION_TYPES.get(name[3:]) is bool:
+                name = name[3:]
+            yield written, name, value if has_value else (argv[i + 1] if i + 1 < len(argv) else None)
+
+
+def bad_value(argv: list[str]) -> str | None:
+    """One line for a value outside an option's choices (`--budget weeks`) or not of its type (`--lr abc`)."""
+    for _, name, value in _flags(argv):
+        kind = OPTION_TYPES.get(name)
+        allowed = typing.get_args(kind) if typing.get_origin(kind) is Literal else ()
+        if allowed and value is not None and value not in allowed:
+            return f"{flag(name)} must be one of {', '.join(map(str, allowed))}, got {value!r}"
+        if kind in (int, float) and value is not None:
+            try:
+                kind(value)
+            except ValueError:
+                return f"{flag(name)} takes {'an integer' if kind is int else 'a number'}, got {value!r}"
+    return None
+
+
+def unknown_flag(argv: list[str]) -> str | None:
+    """One line for a flag no option has; asked only after tyro refused `argv` (so a flag tyro knows is never
+    called unknown)."""
+    run = {f.name for f in dataclasses.fields(CompiledRunOptions)}
+    for written, name, _ in _flags(argv):
+        if name not in OPTIONS and name not in run:
+            return f"unknown option --{written} (train.py --help lists the options)"
+    return None
 
 
 def refuse_undeclared(argv: list[str], method: str, env: str) -> None:
