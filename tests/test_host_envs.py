@@ -306,3 +306,12 @@ def test_gym_get_state_set_state_resumes_exactly():
     with pytest.raises(RuntimeError, match="rgb_array"):
         env.render(0)
     env.close()
+
+
+def test_a_bad_procgen_mode_is_refused_naming_the_flag_the_user_wrote():
+    from minimax.host.config import host_env_problem  # noqa: PLC0415
+
+    for mode in ("exploration", "extreme"):
+        problem = host_env_problem("procgen-bigfish", mode, 4)
+        assert problem.startswith("--env procgen-bigfish: --distribution-mode '" + mode)
+        assert "distribution_mode" not in problem  # the library's argument name, not what the command line takes

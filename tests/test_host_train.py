@@ -306,7 +306,10 @@ def test_a_run_saved_with_the_old_names_and_directory_name_resumes(tmp_path, cap
         1, "env_steps", 6, "l1_value_loss")
     capsys.readouterr()
     train_main(["--env", "procgen-bigfish", "--out-dir", str(tmp_path), "--resume", "--num-updates", "2"])
-    assert "resuming" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "resuming" in err
+    # It ends as a compiled run does, saying where it is and how to evaluate it (issue 71).
+    assert err.splitlines()[-2:] == [f"run written to {run}", f"evaluate it with: python evaluate.py {run}"]
     assert [r["update"] for r in _rows(run)] == [1, 2]
     options = {k: v for k, v in saved.items() if k != "versions"}  # a record of the versions, not an option
     assert HostTrainConfig.load(run / "config.json").to_dict() == {

@@ -58,7 +58,9 @@ def test_what_has_no_equivalent_is_refused_naming_it(tmp_path):
              (dict(maze_see_agent=True), "maze_see_agent True has no equivalent here"),
              (dict(student_fancy_layer=3), "release argument(s) student_fancy_layer have no equivalent"),
              (dict(ued_score="positive_value_loss"), "ued_score 'positive_value_loss' has no equivalent"),
-             (dict(lr="fast"), "--lr must be a number, got 'fast'")]
+             (dict(lr="fast"), "lr (--lr) must be a number, got 'fast'"),
+             # a value of ours refused is named by the file's key, then our flag (issue 71)
+             (dict(n_total_updates=0), "n_total_updates (--num-updates) must be > 0, got 0")]
     for changes, message in cases:
         with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
             parse_config(["--config", str(write(tmp_path, "plr", **changes))])

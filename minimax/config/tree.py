@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -217,11 +218,26 @@ class TrainConfig(CompiledRunOptions):
         values = read_config_json(path)
         if is_release_config(values):  # the minimax release's configs/<env>/*.json
             preset, options = release_options(values, str(path))
-            problems = type_problems(options, OPTION_TYPES, str(path))
-            if problems:
-                raise ConfigError("; ".join(problems))
-            return PRESETS[preset].replace(**options)
+            try:
+                problems = type_problems(options, OPTION_TYPES, str(path))
+                if problems:
+                    raise ConfigError("; ".join(problems))
+                return PRESETS[preset].replace(**options)
+            except ConfigError as e:
+                raise ConfigError(in_release_terms(str(e), values)) from None
         return cls.from_dict(values, where=str(path))
+
+
+def in_release_terms(message: str, values: dict) -> str:
+    """`message` with each flag of ours that a release config's argument set named by that argument as the file
+    writes it (`n_total_updates (--num-updates)`), so that a refusal points at the file's key."""
+    from minimax.config.release import SAME  # noqa: PLC0415
+
+    for key in sorted(values.get("args", {}), key=len, reverse=True):
+        if key in SAME:
+            ours = "--" + SAME[key].replace("_", "-")
+            message = re.sub(re.escape(ours) + r"(?![\w-])", f"{key} ({ours})", message)
+    return message
 
 
 RETIRED = ("max_search_rollouts",)

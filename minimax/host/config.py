@@ -222,8 +222,9 @@ def host_env_problem(env: str, distribution_mode: str, num_envs: int) -> str | N
         from minimax.envs.host.procgen import validate_procgen_args  # noqa: PLC0415
         try:
             validate_procgen_args(env.removeprefix("procgen-"), distribution_mode, num_envs)
-        except ValueError as e:
-            return f"--env {env}: {e}"
+        except ValueError as e:  # the library's argument names, as the command line writes them
+            return f"--env {env}: " + str(e).replace("distribution_mode", "--distribution-mode").replace(
+                "num_envs", "--num-envs")
         return None
     try:
         import gymnasium  # noqa: PLC0415

@@ -314,7 +314,8 @@ def _loop(cfg: HostTrainConfig, run: HostRun, checkpoints, logger, eval_env, sto
 def main(argv: list[str]) -> None:
     """`python train.py --env procgen-<game> ...` (dispatched here by `minimax.cli.train.main`)."""
     try:
-        train(parse_host_config(argv))
+        run_dir = train(parse_host_config(argv))
+        print(f"run written to {run_dir}\nevaluate it with: python evaluate.py {run_dir}", file=sys.stderr)  # as compiled runs end
     except TimeLimitReached as e:
         print(str(e), file=sys.stderr)
         raise SystemExit(EXIT_RERUN) from None
