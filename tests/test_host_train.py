@@ -58,6 +58,26 @@ def test_a_resumed_run_continues_exactly(tmp_path):
     assert rows_a[-1]["final_test_return"] == pytest.approx(rows_b[-1]["final_test_return"])
 
 
+@pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
+def test_a_damaged_newest_checkpoint_is_set_aside_and_the_run_resumes_from_the_one_before(tmp_path, capsys):
+    """As on the compiled path (`tests/test_faults.py`): the newest host state damaged, `--resume` warns, moves
+    that checkpoint to `corrupt-checkpoints/`, and retrains from the previous one exactly as the run did."""
+    cut = HostTrainConfig(**{**TINY, "num_updates": 2, "checkpoint_every": 1, "log_every": 1}, out_dir=str(tmp_path),
+                          run_name="cut")
+    train(cut)
+    first = _rows(cut.run_dir)
+    (cut.run_dir / "host_state" / "2.npz").write_bytes(b"garbage")
+    capsys.readouterr()
+    train(dataclasses.replace(cut, num_updates=3, resume=True))
+    err = capsys.readouterr().err
+    assert "warning: skipped checkpoint 2" in err and "resuming from the newest intact checkpoint, update 1" in err
+    assert sorted(p.name for p in (cut.run_dir / "corrupt-checkpoints" / "2").iterdir()) >= ["2.npz"]
+    again = _rows(cut.run_dir)
+    assert [r["update"] for r in again] == [1, 2, 3]
+    for key in ("value_loss", "policy_loss", "sampler/mean_score"):  # update 2 retrained as it first ran
+        assert again[1][key] == pytest.approx(first[1][key], rel=1e-5, abs=1e-7), key
+
+
 def test_host_update_is_the_ppo_update():
     """The host loop's update (epochs looped on the host) equals `agents.ppo.ppo_update` (one scan)."""
     ppo = dataclasses.replace(PROCGEN_PPO, n_minibatches=2, n_epochs=2)
@@ -257,6 +277,7 @@ class _RunsCode:
 def test_a_damaged_foreign_or_pickled_host_state_is_refused_on_resume(tmp_path, capsys):
     argv = TINY_ARGV + ["--train-levels", "6", "--out-dir", str(tmp_path), "--run-name", "r"]
     train_main(argv + ["--num-updates", "1"])
+    capsys.readouterr()  # its closing lines (where the run is, how to evaluate it)
     state = tmp_path / "r" / "host_state" / "1.npz"
     good = state.read_bytes()
     foreign = tmp_path / "foreign.npz"

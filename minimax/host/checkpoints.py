@@ -12,6 +12,8 @@ is refused, never read. Its parameters (Orbax) still evaluate with `evaluate.py`
 
 from __future__ import annotations
 
+import shutil
+import sys
 from pathlib import Path
 
 from minimax.host.state_files import StateFileError, load_state, save_state
@@ -40,11 +42,40 @@ class HostCheckpoints:
             if p.stem.isdigit() and int(p.stem) not in kept:
                 p.unlink()
 
-    def restore(self, run) -> None:
-        """Load the latest checkpoint into `run`; a `CheckpointError` (one line) for anything it cannot use."""
-        step = self.orbax.latest_step()
-        if step is None:
+    def restore(self, run) -> int:
+        """Load the newest checkpoint that restores into `run` and return its update; a `CheckpointError` (one
+        line) when none does. A newer one that fails while an older one restores was damaged (a disk fault, a
+        copy cut short): as on the compiled path (`training/loop.py: start_state`), its Orbax step and host state
+        are moved to `<run>/corrupt-checkpoints/<update>/` with a warning, and the run goes on from the older one.
+        When none restores, the newest one's error is raised (the checkpoints do not fit, or all are damaged)."""
+        steps = self.orbax.steps()
+        if not steps:
             raise CheckpointError(f"--resume: no checkpoint in {self.orbax.directory}")
+        failed: list[tuple[int, CheckpointError]] = []
+        for step in reversed(steps):
+            try:
+                self._restore_step(run, step)
+                break
+            except CheckpointError as e:
+                failed.append((step, e))
+        else:
+            newest = failed[0][1]
+            if len(failed) > 1:
+                raise CheckpointError(f"{newest} (and no older checkpoint restores either: updates "
+                                      f"{', '.join(str(s) for s, _ in failed[1:])})") from newest
+            raise newest
+        for bad, e in failed:
+            moved = self.orbax.set_aside(bad, self.host_dir.parent / "corrupt-checkpoints")
+            if self.path(bad).exists():
+                shutil.move(str(self.path(bad)), str(moved / self.path(bad).name))
+            print(f"warning: skipped checkpoint {bad}, which does not restore ({e}); moved it to {moved}",
+                  file=sys.stderr)
+        if failed:
+            print(f"resuming from the newest intact checkpoint, update {step}", file=sys.stderr)
+        return step
+
+    def _restore_step(self, run, step: int) -> None:
+        """Checkpoint `step` into `run`, or a `CheckpointError` (one line) for anything it cannot use."""
         path = self.path(step)
         if not path.exists():
             pickled = self.host_dir / f"{step}.pkl"
