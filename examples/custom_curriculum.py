@@ -8,6 +8,11 @@ plugged into the PLR family, trained beside robust PLR on AMaze through the norm
   (`p = replay_prob x fill ratio`), so early cycles explore new levels more. One subclass that
   overrides `decide_replay`, and one `register_method` call; `--method warmup_plr` then trains,
   resumes, refuses options it never reads and groups into experiments like ours.
+- The replay distribution, `rank_of_fresh_plr`: robust PLR that draws its replays by the rank of how recently
+  each level was last drawn (the freshest first) instead of by its score (an ablation of the score's role).
+  One subclass that overrides `replay_distribution` (PLR's staleness mix still applies on top).
+
+Everything here comes from `minimax` itself: no module of the package is imported.
 
     python examples/custom_curriculum.py --num-updates 40    # a few minutes on a 2-core CPU
 """
@@ -20,9 +25,6 @@ import jax
 import jax.numpy as jnp
 
 import minimax
-from minimax.curricula.level_buffer import fill_ratio
-from minimax.runners import RobustPLRRunner
-from minimax.runners.plr_parts import buffer_ready
 
 
 def positive_td(x: minimax.ScoreInputs):
@@ -31,17 +33,31 @@ def positive_td(x: minimax.ScoreInputs):
     return jnp.maximum(x.rewards + x.gamma * next_values * (1.0 - x.dones) - x.values, 0.0)
 
 
-class WarmupPLR(RobustPLRRunner):
+class WarmupPLR(minimax.RobustPLRRunner):
     """Robust PLR replaying with probability `replay_prob x fill ratio` once the buffer is ready."""
 
     method = "warmup_plr"
 
     def decide_replay(self, key, buffer, training_set):
-        return buffer_ready(self, buffer) & jax.random.bernoulli(key, self.replay.replay_prob * fill_ratio(buffer))
+        return minimax.buffer_ready(self, buffer) & jax.random.bernoulli(
+            key, self.replay.replay_prob * minimax.fill_ratio(buffer))
+
+
+class RankOfFreshPLR(minimax.RobustPLRRunner):
+    """Robust PLR drawing replays by the rank of each slot's last-drawn time (the freshest first), not its score."""
+
+    method = "rank_of_fresh_plr"
+
+    def replay_distribution(self, state):
+        b, c = state.buffer, self.buffer_cfg
+        return minimax.transform_weights(b.last_sampled.astype(jnp.float32), b.filled, "rank", c.temperature, c.eps,
+                                         c.top_k, c.rank_ties)
 
 
 minimax.register_score("positive_td", positive_td, replace=True)
 minimax.register_method(minimax.plr_method(WarmupPLR, "robust PLR whose replay rate grows with the buffer"),
+                        replace=True)
+minimax.register_method(minimax.plr_method(RankOfFreshPLR, "robust PLR replaying the freshest levels first"),
                         replace=True)
 
 
@@ -64,6 +80,8 @@ def main(argv=None):
         "robust PLR, MaxMC (the report's)": tiny(plr, args, "ex-robust_plr"),
         "robust PLR, positive_td (our score)": tiny(plr.replace(score_function="positive_td"), args, "ex-positive_td"),
         "warmup_plr, MaxMC (our replay rule)": tiny(plr.replace(method="warmup_plr"), args, "ex-warmup_plr"),
+        "rank_of_fresh_plr (our replay distribution)": tiny(plr.replace(method="rank_of_fresh_plr"), args,
+                                                             "ex-rank_of_fresh_plr"),
     }
     results = {}
     for label, cfg in runs.items():

@@ -13,7 +13,9 @@ What a script or notebook needs, importable from here:
   options as one program), `hp_arrays` and `traced_options` (hyperparameters as data);
 - extending: `register_method` / `Method` / `plr_method` (a curriculum), `register_score` (a level
   score), `register_env` (an environment), and `make` (gymnax-style `(env, env_params)`), `get_env`,
-  `env_names`, `method_names`;
+  `env_names`, `method_names`; a PLR variant subclasses `RobustPLRRunner` and overrides one hook
+  (`decide_replay`: when to replay; `replay_distribution`: which levels; `generator`: the new levels), with
+  `buffer_ready`, `fill_ratio` and `transform_weights` (the buffer's rank / power transforms) at hand;
 - evaluation: `evaluate_runs` (what `evaluate.py` does), `load_policies`.
 
 Names are loaded on first use, so `import minimax` stays cheap (plots and tools that never train
@@ -33,7 +35,9 @@ _EXPORTS = {
     "train_group": "minimax.training.group",
     "make": "minimax.training.builder", "build_runner": "minimax.training.builder",
     "Method": "minimax.runners", "register_method": "minimax.runners", "get_method": "minimax.runners",
-    "method_names": "minimax.runners", "plr_method": "minimax.runners",
+    "method_names": "minimax.runners", "plr_method": "minimax.runners", "RobustPLRRunner": "minimax.runners",
+    "buffer_ready": "minimax.runners.plr_parts", "fill_ratio": "minimax.curricula.level_buffer",
+    "transform_weights": "minimax.curricula.weights",
     "register_score": "minimax.curricula.scores", "ScoreInputs": "minimax.curricula.scores",
     "register_env": ("minimax.envs.registry", "register"), "get_env": "minimax.envs.registry",
     "env_names": "minimax.envs.registry", "UEDEnv": "minimax.envs.registry",

@@ -38,9 +38,9 @@ def test_dr_seeds_trains_several_seeds_in_one_program():
 @pytest.mark.e2e  # over a minute of compiling and training; the default run leaves it out (--slow)
 def test_custom_curriculum_trains_a_users_score_and_replay_rule(tmp_path):
     results = load("custom_curriculum").main(["--num-updates", "2", "--out-dir", str(tmp_path)])
-    assert len(results) == 3 and all(r["gradient_updates"] == 2 for r in results.values())
+    assert len(results) == 4 and all(r["gradient_updates"] == 2 for r in results.values())
     saved = {json.loads((d / "config.json").read_text())["method"] for d in tmp_path.iterdir()}
-    assert saved == {"robust_plr", "warmup_plr"}
+    assert saved == {"robust_plr", "warmup_plr", "rank_of_fresh_plr"}
     scores = {json.loads((d / "config.json").read_text())["curriculum"]["score_function"] for d in tmp_path.iterdir()}
     assert scores == {"maxmc", "positive_td"}
 

@@ -33,7 +33,8 @@ class ACCELRunner(CoinReplayRunner):
         n, params = self.n, state.train_state.params
         key, _, k_new, k_sample, k_roll, k_upd, k_mutation = cycle_keys(state.key)
         seeds, new = new_levels(self, k_new, state.training_set, n)
-        buffer, idx, levels = replay_or_count(self, k_sample, replay, state.buffer, n, new)
+        buffer, idx, levels = replay_or_count(self, k_sample, replay, state.buffer, n, new,
+                                              self.replay_distribution(state))
         played = play(self, k_roll, params, buffer, levels, replayed=idx)
         train_state, metrics = train(self, k_upd, state.train_state, played.batch, replay)
         buffer, where, scored = score_and_offer(self, buffer, played, params, replay | ~played.repeat)

@@ -112,12 +112,11 @@ class CENIERunner(CoinReplayRunner):
     def cycle(self, state: CENIEState, replay):
         """Robust PLR's cycle with the mixed replay distribution and the coverage's update (module docstring);
         ACCEL-CENIE's also mutates the replayed levels."""
-        n, params, nc, bc = self.n, state.train_state.params, self.novelty, self.buffer_cfg
+        n, params, nc = self.n, state.train_state.params, self.novelty
         key, _, k_new, k_sample, k_roll, k_upd, k_cover = cycle_keys(state.key)
         seeds, new = new_levels(self, k_new, state.training_set, n)
-        p_score = novelty_weights(state.buffer.scores, state.novelty, state.buffer.filled, nc.novelty_coef,
-                                  bc.score_transform, bc.temperature, bc.eps, bc.top_k, bc.rank_ties)
-        buffer, idx, levels = replay_or_count(self, k_sample, replay, state.buffer, n, new, p_score)
+        buffer, idx, levels = replay_or_count(self, k_sample, replay, state.buffer, n, new,
+                                              self.replay_distribution(state))
         played = play(self, k_roll, params, buffer, levels, replayed=idx)
         train_state, metrics = train(self, k_upd, state.train_state, played.batch, replay)
         buffer, where, scored = score_and_offer(self, buffer, played, params, replay | ~played.repeat)
@@ -155,6 +154,12 @@ class CENIERunner(CoinReplayRunner):
                               replay, env_steps)
         return CENIEState(**{f: getattr(out, f) for f in PLRState.__dataclass_fields__}, coverage=coverage,
                           novelty=stored), metrics
+
+    def replay_distribution(self, state: CENIEState):
+        """alpha P_novelty + (1 - alpha) P_regret: the rank distributions of the slots' novelty and scores."""
+        nc, bc = self.novelty, self.buffer_cfg
+        return novelty_weights(state.buffer.scores, state.novelty, state.buffer.filled, nc.novelty_coef,
+                               bc.score_transform, bc.temperature, bc.eps, bc.top_k, bc.rank_ties)
 
     def measure(self, key, coverage: Coverage, played):
         """`(samples, novelty[n])`: (state, action) samples of each played level's rollout and its novelty

@@ -350,6 +350,12 @@ class CoinReplayRunner(Run):
         """The replay coin (`coin_replay`); a variant's replay rule overrides this (`examples/custom_curriculum.py`)."""
         return coin_replay(self, key, buffer, training_set)
 
+    def replay_distribution(self, state: PLRState):
+        """float32[K]: the score part P_S of the replay draw from `state` (PLR's staleness mix is applied on top),
+        or None for the buffer's own (`--score-transform` of its scores: `level_buffer.score_weights`). A method that
+        changes only how replays are drawn overrides this (CENIE, TRACED; `examples/custom_curriculum.py`)."""
+        return None
+
     def replay_decision(self, state: PLRState):
         """Whether the next cycle from `state` replays (the cycle's `coin` key, `cycle_keys`)."""
         return self.decide_replay(cycle_keys(state.key).coin, state.buffer, state.training_set)

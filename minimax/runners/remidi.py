@@ -98,7 +98,8 @@ class RemidiRunner(CoinReplayRunner):
         n, params = self.n, state.train_state.params
         key, _, k_new, k_sample, k_roll, k_upd, k_consistency = cycle_keys(state.key)
         seeds, new = new_levels(self, k_new, state.training_set, n)
-        buffer, idx, levels = replay_or_count(self, k_sample, replay, state.buffer, n, new)
+        buffer, idx, levels = replay_or_count(self, k_sample, replay, state.buffer, n, new,
+                                              self.replay_distribution(state))
         played = play(self, k_roll, params, buffer, levels, replayed=idx)
         rollout = played.rollout
         mask = train_mask(self.env, self.env_params, rollout.obs, rollout.actions, rollout.reset,

@@ -38,7 +38,8 @@ class RobustPLRRunner(CoinReplayRunner):
         n, params = self.n, state.train_state.params
         key, _, k_new, k_sample, k_roll, k_upd, _ = cycle_keys(state.key)
         seeds, new = new_levels(self, k_new, state.training_set, n)
-        buffer, idx, levels = replay_or_count(self, k_sample, replay, state.buffer, n, new)
+        buffer, idx, levels = replay_or_count(self, k_sample, replay, state.buffer, n, new,
+                                              self.replay_distribution(state))
         played = play(self, k_roll, params, buffer, levels, replayed=idx)
         trains = self.trains_on(replay)
         train_state, metrics = train(self, k_upd, state.train_state, played.batch, trains)

@@ -135,6 +135,12 @@ class TracedRunner(CoinReplayRunner):
     def _model(self, features: int) -> TransitionModel:
         return TransitionModel(features, self.traced.traced_hidden)
 
+    def replay_distribution(self, state: TracedState):
+        """The buffer's score transform of `score + co-learnability bonus` (admission still compares the score)."""
+        bc = self.buffer_cfg
+        return transform_weights(state.buffer.scores + state.ledger.bonus, state.buffer.filled, bc.score_transform,
+                                 bc.temperature, bc.eps, bc.top_k, bc.rank_ties)
+
     def scored_offer(self, buffer, model, ledger, played, params, offered, mutations=None):
         """Score `played` (PVL + coef x ATPL), step the transition model, offer, and keep the ledger."""
         x, a, reset, dones = self._inputs(played.rollout)
@@ -155,12 +161,11 @@ class TracedRunner(CoinReplayRunner):
 
     def cycle(self, state: TracedState, replay):
         """ACCEL's cycle with TRACED's score, model step and co-learnability (module docstring)."""
-        n, params, bc, tc = self.n, state.train_state.params, self.buffer_cfg, self.traced
+        n, params, tc = self.n, state.train_state.params, self.traced
         key, _, k_new, k_sample, k_roll, k_upd, k_mutation = cycle_keys(state.key)
         seeds, new = new_levels(self, k_new, state.training_set, n)
-        priority = transform_weights(state.buffer.scores + state.ledger.bonus, state.buffer.filled,
-                                     bc.score_transform, bc.temperature, bc.eps, bc.top_k, bc.rank_ties)
-        buffer, idx, levels = replay_or_count(self, k_sample, replay, state.buffer, n, new, priority)
+        buffer, idx, levels = replay_or_count(self, k_sample, replay, state.buffer, n, new,
+                                              self.replay_distribution(state))
         played = play(self, k_roll, params, buffer, levels, replayed=idx)
         train_state, metrics = train(self, k_upd, state.train_state, played.batch, replay)
         buffer, model, ledger, where, scored, model_metrics = self.scored_offer(
