@@ -253,6 +253,30 @@ def test_a_plugin_method_with_a_host_protocol_trains_on_the_host_and_the_run_opt
         register_method(Method("bad_host", build=get_method("plr").build, host="fast"))
 
 
+def test_a_host_form_that_cannot_carry_its_methods_rule_is_refused_in_one_line():
+    """A method that declares robust PLR's host form but draws its own replay coin would train stock robust PLR
+    under its own name on the host: it is refused naming what the host loop does not run (issue 71). A
+    subclass that changes nothing of the rule keeps the host form."""
+    import minimax  # noqa: PLC0415
+
+    class OwnCoin(minimax.RobustPLRRunner):
+        method = "own_coin_plr"
+
+        def decide_replay(self, key, buffer, training_set):
+            return minimax.buffer_ready(self, buffer)
+
+    class Renamed(minimax.RobustPLRRunner):
+        method = "renamed_plr"
+
+    for runner in (OwnCoin, Renamed):
+        minimax.register_method(minimax.plr_method(runner, "a test's plugin", host="robust"), replace=True)
+    with pytest.raises(ConfigError, match=r"^--method own_coin_plr declares the host form 'robust' \(--method "
+                                          r"robust_plr's rule\), but its runner changes decide_replay, which the host "
+                                          r"loop does not run"):
+        parse_host_config(TINY_ARGV + ["--method", "own_coin_plr"])
+    assert parse_host_config(TINY_ARGV + ["--method", "renamed_plr"]).protocol == "robust"
+
+
 def test_budget_updates_counts_ppo_updates_and_env_steps_counts_rollouts(tmp_path):
     """Robust PLR's rollouts of new levels train nothing: `--budget updates` runs until N PPO updates,
     `--budget env_steps` stops after N rollouts whatever they trained."""

@@ -210,7 +210,29 @@ def host_method_problem(method: str, env: str) -> str | None:
     if spec.host is None:
         return (f"--method {method} runs on the compiled path only (its levels are a UED environment's, not "
                 f"--env {env}'s seeds); on a host environment: {choices}")
-    return None
+    return host_rule_problem(spec)
+
+
+HOST_BASES = {"robust": "robust_plr", "sampler": "plr", "uniform": "dr"}
+"""The built-in method whose rule each host protocol runs (`core/methods.py: HOST_PROTOCOLS`)."""
+RULE_HOOKS = ("decide_replay", "replay_distribution", "trains_on", "cycle", "step")
+"""A runner's methods that make its curriculum's rule: a method that changes one of them has a rule of its own."""
+
+
+def host_rule_problem(spec) -> str | None:
+    """One line where a method declares a host protocol but its runner changes the rule that protocol runs
+    (its own `decide_replay`, `replay_distribution`, ...): the host loop would train the protocol's built-in
+    method under the method's name (issue 71). None where the runner is the protocol's, or adds nothing to it."""
+    base = HOST_BASES[spec.host]
+    reference = get_method(base).runner
+    if spec.runner is None or spec.runner is reference:
+        return None
+    changed = [h for h in RULE_HOOKS if getattr(spec.runner, h, None) is not getattr(reference, h, None)]
+    if not changed:
+        return None
+    return (f"--method {spec.name} declares the host form {spec.host!r} (--method {base}'s rule), but its runner "
+            f"changes {', '.join(changed)}, which the host loop does not run: train it on a JAX environment, or "
+            f"use --method {base} on this one")
 
 
 def host_env_problem(env: str, distribution_mode: str, num_envs: int) -> str | None:
