@@ -140,3 +140,14 @@ def test_a_plugin_score_is_selectable_on_the_host_path(tmp_path, capsys):
         train_main(["--env", "gym-CartPole-v1", "--score-function", "maxmc", "--out-dir", str(tmp_path)])
     err = " ".join(capsys.readouterr().err.replace("│", " ").split())  # tyro boxes and wraps its errors
     assert "--score-function maxmc needs what a host run's level sampler does not keep" in err, err
+
+
+def test_help_of_train_and_evaluate_lists_the_plugin_flag(capsys):
+    from minimax.cli.train import main as train_main  # noqa: PLC0415
+    from minimax.evaluation.evaluate import main as evaluate_main  # noqa: PLC0415
+
+    for main in (train_main, evaluate_main):
+        with pytest.raises(SystemExit) as stop:
+            main(["--help"])
+        assert stop.value.code == 0
+        assert "--plugin MODULE_OR_FILE.py (repeatable)" in " ".join(capsys.readouterr().out.split())

@@ -316,7 +316,9 @@ def parse_args(argv) -> EvaluateConfig:
             argv.insert(i + 1, str(CVAR_DEFAULT_LEVELS))
             break
     _check_cvar_count(argv)
-    return tyro.cli(EvaluateConfig, args=argv, prog="evaluate.py", description=EvaluateConfig.__doc__)
+    from minimax.training.cli import PLUGIN_HELP  # noqa: PLC0415
+
+    return tyro.cli(EvaluateConfig, args=argv, prog="evaluate.py", description=EvaluateConfig.__doc__ + PLUGIN_HELP)
 
 
 def evaluate(args: EvaluateConfig) -> dict:

@@ -120,10 +120,15 @@ def _parse(argv: list[str], default: TrainConfig, declared) -> TrainConfig:
                                groups=default.groups.replace(**own))
 
 
+PLUGIN_HELP = (" --plugin MODULE_OR_FILE.py (repeatable): import a user's registrations (a method, score or "
+               "environment) first; a run made with one needs it again with --resume and with evaluate.py.")
+
+
 def _tyro_cli(shape, start, argv: list[str]):
     description = (TrainConfig.__doc__ + " Methods: " + ", ".join(method_names()) + " (--method). Environments: "
                    + ", ".join(env_names()) + "; on the host: procgen-<game>, gym-<id> (--env). Presets: "
-                   + ", ".join(PRESETS) + " (--preset); --config PATH starts from a saved config.json instead. The "
+                   + ", ".join(PRESETS) + " (--preset); --config PATH starts from a saved config.json instead." + PLUGIN_HELP
+                   + " The "
                    "options listed are those of --method and --env (`--method accel --help`). Traced options (one "
                    "compiled program serves every value of them; a sweep varies them inside one program): "
                    + ", ".join(flag(n) for n in traced_options()) + ". --no-compile-cache: leave XLA's persistent "
