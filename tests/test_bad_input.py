@@ -98,6 +98,7 @@ def test_a_multi_host_flag_that_is_not_a_number_is_one_line_naming_it(flag, caps
     (["--budget=weeks"], "--budget must be one of updates, cycles, env_steps, got 'weeks'"),
     (["--num-updates", "x"], "--num-updates takes an integer, got 'x'"),
     (["--lr", "abc"], "--lr takes a number, got 'abc'"),
+    (["--n-actions", "5"], "--n-actions must be one of 3, 7, got '5'"),  # a Literal of numbers: "3" and "7" pass
     (["--seeds", "0,1", "--nonsense-flag", "3"], "unknown option --nonsense-flag (train.py --help lists the options)"),
 ])
 def test_a_bad_choice_type_or_flag_is_one_line_not_tyros_box(argv, message, capsys):

@@ -166,7 +166,7 @@ def bad_value(argv: list[str]) -> str | None:
     for _, name, value in _flags(argv):
         kind = OPTION_TYPES.get(name)
         allowed = typing.get_args(kind) if typing.get_origin(kind) is Literal else ()
-        if allowed and value is not None and value not in allowed:
+        if allowed and value is not None and value not in map(str, allowed):  # Literal[3, 7]: the text "3" is fine
             return f"{flag(name)} must be one of {', '.join(map(str, allowed))}, got {value!r}"
         if kind in (int, float) and value is not None:
             try:
