@@ -44,6 +44,11 @@ def is_critic(path) -> bool:
     return any(n.startswith(("value", "critic")) for n in names)
 
 
+def sq_norm(tree) -> jax.Array:
+    """float32: the squared L2 norm of a pytree of arrays."""
+    return sum(jnp.sum(jnp.square(g.astype(jnp.float32))) for g in jax.tree.leaves(tree))
+
+
 def level_update_sq_norms(params, apply_fn, batch: PPOBatch, cfg: PPOConfig, shard: Shard = NO_SHARD,
                           reading: LevelUpdate = LevelUpdate()):
     """float32[N]: for each env of the batch (one level each), the squared L2 norm of the update `reading` names,
@@ -58,15 +63,13 @@ def level_update_sq_norms(params, apply_fn, batch: PPOBatch, cfg: PPOConfig, sha
         level = PPOBatch(**jax.tree.map(lambda x: x[:, None], time_major),
                          init_carry=jax.tree.map(lambda x: x[None], init_carry))
         grads = jax.grad(objective)(params, level)
-        whole = sum(jnp.sum(jnp.square(g.astype(jnp.float32))) for g in jax.tree.leaves(grads))
-        if reading.params == "actor":
-            grads = jax.tree_util.tree_map_with_path(lambda path, g: jnp.zeros_like(g) if is_critic(path) else g,
-                                                     grads)
-        measured = sum(jnp.sum(jnp.square(g.astype(jnp.float32))) for g in jax.tree.leaves(grads))
+        measured = jax.tree_util.tree_map_with_path(
+            lambda path, g: jnp.zeros_like(g) if reading.params == "actor" and is_critic(path) else g, grads)
         if reading.step == "gradient":
-            return measured
-        clip = jnp.where(cfg.max_grad_norm > 0, jnp.minimum(1.0, cfg.max_grad_norm / (jnp.sqrt(whole) + 1e-12)), 1.0)
-        return jnp.square(cfg.lr * clip) * measured
+            return sq_norm(measured)
+        clip = jnp.where(cfg.max_grad_norm > 0, jnp.minimum(1.0, cfg.max_grad_norm / (jnp.sqrt(sq_norm(grads)) + 1e-12)),
+                         1.0)  # optax's clip_by_global_norm, on the whole gradient
+        return jnp.square(cfg.lr * clip) * sq_norm(measured)
 
     fields = {f.name: getattr(batch, f.name) for f in dataclasses.fields(batch) if f.name != "init_carry"}
     return jax.vmap(one_level, in_axes=(0, 1))(batch.init_carry, fields)

@@ -166,15 +166,9 @@ def oracle_regret(x: ScoreInputs):
 def discounted_episode_returns(rewards, dones, gamma):
     """`(mean float32[N], episodes int32[N])`: the mean over each env's completed episodes of
     `sum_k gamma^k r_k`, k counted from the episode's first step (ReMiDi's `monte_carlo_regret` returns)."""
-    def count(steps, done):
-        return (steps + 1) * ~done, steps
-    _, k = jax.lax.scan(count, jnp.zeros(dones.shape[1:], jnp.int32), dones)
-    discounted = jnp.cumsum(rewards * gamma ** k.astype(jnp.float32), axis=0)
-    ends = jnp.where(dones, jnp.arange(dones.shape[0])[:, None], -1)
-    previous = jnp.concatenate([jnp.full_like(ends[:1], -1), jax.lax.cummax(ends, axis=0)[:-1]], axis=0)
-    before = jnp.where(previous >= 0, jnp.take_along_axis(discounted, jnp.maximum(previous, 0), axis=0), 0.0)
-    episodes = dones.sum(0, dtype=jnp.int32)
-    return jnp.where(dones, discounted - before, 0.0).sum(0) / jnp.maximum(episodes, 1), episodes
+    previous = previous_end(dones)
+    k = (jnp.arange(dones.shape[0])[:, None] - previous - 1).astype(jnp.float32)  # steps since the episode began
+    return mean_over_ends(episode_sums(rewards * gamma ** k, previous), dones)
 
 
 def perfect_regret(x: ScoreInputs):
@@ -260,19 +254,31 @@ STEP_SCORES = {n: s.fn for n, s in SCORES.items() if not s.per_level}
 """The built-in per-step scores (kept for scripts)."""
 
 
+def previous_end(dones: jax.Array) -> jax.Array:
+    """int32[T, N]: the step of the latest episode end strictly before t, per env (-1: none yet)."""
+    ends = jnp.where(dones, jnp.arange(dones.shape[0])[:, None], -1)
+    last_end = jax.lax.cummax(ends, axis=0)                     # latest end at or before t
+    return jnp.concatenate([jnp.full_like(last_end[:1], -1), last_end[:-1]], axis=0)
+
+
+def episode_sums(per_step: jax.Array, previous: jax.Array) -> jax.Array:
+    """float32[T, N]: the sum of `per_step` from the start of the episode that step t belongs to up to t
+    (`previous`: `previous_end(dones)`)."""
+    csum = jnp.cumsum(per_step, axis=0)
+    return csum - jnp.where(previous >= 0, jnp.take_along_axis(csum, jnp.maximum(previous, 0), axis=0), 0.0)
+
+
+def mean_over_ends(at_end: jax.Array, dones: jax.Array):
+    """`(means float32[N], episodes int32[N])`: the mean of `at_end` over the steps that end an episode."""
+    episodes = dones.sum(0, dtype=jnp.int32)
+    return jnp.where(dones, at_end, 0.0).sum(0) / jnp.maximum(episodes, 1), episodes
+
+
 def completed_episode_mean(per_step: jax.Array, dones: jax.Array):
     """Mean over completed episodes of each episode's mean of `per_step`, per env:
     `(means float32[N], episodes int32[N])`; 0 where no episode completed."""
-    t = jnp.arange(per_step.shape[0])[:, None]
-    ends = jnp.where(dones, t, -1)
-    last_end = jax.lax.cummax(ends, axis=0)                     # latest end at or before t
-    prev_end = jnp.concatenate([jnp.full_like(last_end[:1], -1), last_end[:-1]], axis=0)
-    csum = jnp.cumsum(per_step, axis=0)
-    before = jnp.where(prev_end >= 0, jnp.take_along_axis(csum, jnp.maximum(prev_end, 0), axis=0), 0.0)
-    episode_mean = (csum - before) / (t - prev_end)
-    episodes = dones.sum(0, dtype=jnp.int32)
-    total = jnp.where(dones, episode_mean, 0.0).sum(0)
-    return total / jnp.maximum(episodes, 1), episodes
+    previous = previous_end(dones)
+    return mean_over_ends(episode_sums(per_step, previous) / (jnp.arange(dones.shape[0])[:, None] - previous), dones)
 
 
 def rollout_max_return(episode_returns: jax.Array, dones: jax.Array, prior_max: jax.Array):

@@ -55,15 +55,18 @@ class TransitionModel(nn.Module):
 def transition_mask(dones) -> jax.Array:
     """bool[T, N]: the transitions t -> t+1 inside completed episodes (not an episode's terminal one, nor
     any of an episode still running when the rollout ends)."""
-    later_done = jnp.flip(jnp.cumsum(jnp.flip(dones, 0), 0), 0) > 0  # a done at or after t
-    return later_done & ~dones
+    return in_completed_episode(dones) & ~dones
+
+
+def in_completed_episode(dones) -> jax.Array:
+    """bool[T, N]: step t belongs to an episode that ends within the rollout (a done at or after t)."""
+    return jnp.flip(jnp.cumsum(jnp.flip(dones, 0), 0), 0) > 0
 
 
 def completed_episode_length(dones) -> jax.Array:
     """float32[N]: the mean length of each level's completed episodes in the rollout (0 where none ended): the
     factor that turns TRACED's per-step score into the authors' per-episode sum."""
-    steps = (jnp.flip(jnp.cumsum(jnp.flip(dones, 0), 0), 0) > 0).sum(0)  # the steps up to the last done
-    return (steps / jnp.maximum(dones.sum(0), 1)).astype(jnp.float32)
+    return (in_completed_episode(dones).sum(0) / jnp.maximum(dones.sum(0), 1)).astype(jnp.float32)
 
 
 def transition_errors(params, model: TransitionModel, x, a, reset, dones):

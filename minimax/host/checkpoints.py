@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from minimax.host.state_files import StateFileError, load_state, save_state
-from minimax.training.checkpoint import Checkpointer, CheckpointError
+from minimax.training.checkpoint import Checkpointer, CheckpointError, newest_that_restores
 
 SUFFIX = ".npz"
 
@@ -51,19 +51,7 @@ class HostCheckpoints:
         steps = self.orbax.steps()
         if not steps:
             raise CheckpointError(f"--resume: no checkpoint in {self.orbax.directory}")
-        failed: list[tuple[int, CheckpointError]] = []
-        for step in reversed(steps):
-            try:
-                self._restore_step(run, step)
-                break
-            except CheckpointError as e:
-                failed.append((step, e))
-        else:
-            newest = failed[0][1]
-            if len(failed) > 1:
-                raise CheckpointError(f"{newest} (and no older checkpoint restores either: updates "
-                                      f"{', '.join(str(s) for s, _ in failed[1:])})") from newest
-            raise newest
+        step, _, failed = newest_that_restores(steps, lambda s: self._restore_step(run, s))
         for bad, e in failed:
             moved = self.orbax.set_aside(bad, self.host_dir.parent / "corrupt-checkpoints")
             if self.path(bad).exists():

@@ -29,6 +29,24 @@ class CheckpointError(RuntimeError):
     """A checkpoint is missing, corrupt, or does not fit the current config."""
 
 
+def newest_that_restores(steps, restore):
+    """`(step, what restore(step) gave, failed)` for the newest of `steps` whose `restore` does not raise a
+    `CheckpointError`; `failed` lists the newer ones that did, as `(step, error)`, newest first (the caller
+    moves them aside: the compiled loop's `start_state`, `host/checkpoints.py`). When none restores, the
+    newest one's error is raised: then the checkpoints do not fit the config, or all are damaged."""
+    failed: list[tuple[int, CheckpointError]] = []
+    for step in reversed(steps):
+        try:
+            return step, restore(step), failed
+        except CheckpointError as e:
+            failed.append((step, e))
+    newest = failed[0][1]
+    if len(failed) > 1:
+        raise CheckpointError(f"{newest} (and no older checkpoint restores either: updates "
+                              f"{', '.join(str(s) for s, _ in failed[1:])})") from newest
+    raise newest
+
+
 def _is_key(x) -> bool:
     return hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
 

@@ -156,7 +156,7 @@ def _flags(argv: list[str]):
         if arg.startswith("--"):
             written, has_value, value = arg[2:].partition("=")
             name = written.replace("-", "_")
-            if name.startswith("no_") and OPTION_TYPES.get(name[3:]) is bool:
+            if name.startswith("no_") and name not in OPTIONS and OPTION_TYPES.get(name[3:]) is bool:
                 name = name[3:]
             yield written, name, value if has_value else (argv[i + 1] if i + 1 < len(argv) else None)
 
@@ -193,10 +193,7 @@ def refuse_undeclared(argv: list[str], method: str, env: str) -> None:
     if declared is None:
         return
     unused = set()
-    for arg in argv:
-        name = arg.split("=", 1)[0][2:].replace("-", "_") if arg.startswith("--") else ""
-        if name.startswith("no_") and name not in OPTIONS and OPTION_TYPES.get(name[3:]) is bool:
-            name = name[3:]
+    for _, name, _ in _flags(argv):
         group = OPTIONS.get(name, (None,))[0]
         if group is not None and group not in declared:
             unused.add(name)

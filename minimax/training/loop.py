@@ -24,7 +24,7 @@ import numpy as np
 from flax.training.train_state import TrainState
 
 from minimax.training.budget import COUNTER, LABEL, STALLED, stalled_message, unit_size
-from minimax.training.checkpoint import Checkpointer, CheckpointError
+from minimax.training.checkpoint import Checkpointer, newest_that_restores
 from minimax.training.builder import build_runner, device_layout, env_spec, evaluated_params, make_evaluator
 from minimax.config import TrainConfig, episode_limit
 from minimax.config.hyperparams import hp_arrays
@@ -106,19 +106,7 @@ def start_state(cfg: TrainConfig, checkpoints: Checkpointer, init, init_keys, ab
     if not steps:
         raise RunError(f"--resume: {cfg.run_dir} has no checkpoint yet; start it again without --resume "
                        f"(with --overwrite)")
-    failed: list[tuple[int, CheckpointError]] = []
-    for step in reversed(steps):
-        try:
-            state, meta = checkpoints.restore(abstract, step)
-            break
-        except CheckpointError as e:
-            failed.append((step, e))
-    else:
-        newest = failed[0][1]
-        if len(failed) > 1:
-            raise CheckpointError(f"{newest} (and no older checkpoint restores either: updates "
-                                  f"{', '.join(str(s) for s, _ in failed[1:])})") from newest
-        raise newest
+    step, (state, meta), failed = newest_that_restores(steps, lambda s: checkpoints.restore(abstract, s))
     _sync("checkpoint restored")
     if failed and lead:
         for bad, e in failed:
