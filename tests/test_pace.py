@@ -93,6 +93,7 @@ def direct_sq_norm(runner, params, batch, i, reading: LevelUpdate):
     return sum(float(jnp.sum(jnp.square(c))) for c in jax.tree.leaves(change))
 
 
+@pytest.mark.e2e  # six readings' programs and a direct update per level: 15 s here (the default run leaves it out)
 def test_every_pace_reading_is_a_temporary_update_on_the_level_alone(played):
     runner, params, _, batch = played
     got = {}
