@@ -5,6 +5,7 @@ in another module) is loaded instead of recompiled, and cheaper compilation (TES
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 # The suite's programs are tiny and run for milliseconds, but XLA:CPU compiles each for speed:
 # compilation is most of the suite's time. Cheaper code generation, set before JAX starts its
@@ -115,21 +116,48 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
-@pytest.fixture(scope="module", autouse=True)
-def registries_restored():
-    """A test module that registers a method, a score or an environment (a user's plugin) leaves the process's
-    registries as it found them, so that no later test in the same worker sees its plugin (`RUNNERS` with an
-    extra method, configs with an extra option group): which tests share a worker is the scheduler's choice."""
+def registry_snapshot():
+    """A callable that puts the process's registries back as they are now, and forgets every plugin imported
+    since (its module and `config/plugins.py`'s record of it), as a fresh process would not have them."""
+    from minimax.config import plugins  # noqa: PLC0415
     from minimax.core import methods  # noqa: PLC0415
     from minimax.curricula import scores  # noqa: PLC0415
     from minimax.envs import registry  # noqa: PLC0415
 
     kept = [(table, dict(table)) for table in (methods._METHODS, scores.SCORES, registry._REGISTRY,
-                                               registry._REQUIRES, registry._OPTIONS, registry._LOADED)]
+                                               registry._REQUIRES, registry._OPTIONS, registry._LOADED,
+                                               plugins._LOADED)]
+    modules = set(sys.modules)
+
+    def restore():
+        for source, plugin in list(plugins._LOADED.items()):
+            stem = Path(source).stem if plugin.is_file else source
+            if stem not in modules:
+                sys.modules.pop(stem, None)
+        for table, before in kept:
+            table.clear()
+            table.update(before)
+
+    return restore
+
+
+@pytest.fixture(scope="module", autouse=True)
+def registries_restored():
+    """A test module that registers a method, a score or an environment (a user's plugin) leaves the process's
+    registries as it found them, so that no later test in the same worker sees its plugin (`RUNNERS` with an
+    extra method, configs with an extra option group): which tests share a worker is the scheduler's choice."""
+    restore = registry_snapshot()
     yield
-    for table, before in kept:
-        table.clear()
-        table.update(before)
+    restore()
+
+
+@pytest.fixture
+def fresh_registries():
+    """`forget()`: the registries as they were when the test began, every plugin it imported forgotten (what a
+    new process, a later command, starts from); the test leaves them so too."""
+    restore = registry_snapshot()
+    yield restore
+    restore()
 
 
 @pytest.fixture(autouse=True)

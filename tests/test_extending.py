@@ -113,10 +113,11 @@ def test_plugin_flag_imports_a_users_module_before_parsing(tmp_path, capsys):
     assert stop.value.code == 2 and "--plugin" in capsys.readouterr().err
 
 
-def test_a_plugin_score_is_selectable_on_the_host_path(tmp_path, capsys):
+def test_a_plugin_score_is_selectable_on_the_host_path(tmp_path, capsys, fresh_registries):
     """A score registered by a user's module scores a host run's levels (`--env gym-CartPole-v1`): the level
     sampler averages the plugin's own per-step terms over each episode (a constant 7 gives every scored level 7),
-    the saved run resumes with it, and a score the host sampler cannot feed is refused in one line."""
+    the saved run resumes with it (importing the plugin by itself), and a score the host sampler cannot feed is
+    refused in one line."""
     pytest.importorskip("gymnasium")
     from minimax.cli.train import main as train_main  # noqa: PLC0415
     from minimax.host.state_files import load_state  # noqa: PLC0415
@@ -134,7 +135,8 @@ def test_a_plugin_score_is_selectable_on_the_host_path(tmp_path, capsys):
     sampler = load_state(sorted((run / "host_state").glob("*.npz"), key=lambda p: int(p.stem))[-1])["sampler"]
     assert sampler["seen"].any()
     np.testing.assert_allclose(np.asarray(sampler["scores"])[np.asarray(sampler["seen"])], 7.0, rtol=1e-6)
-    train_main(argv + ["--num-updates", "3", "--resume"])
+    fresh_registries()  # a later command, as a new process: the run's config.json names the plugin
+    train_main(argv[2:] + ["--num-updates", "3", "--resume"])
     assert [json.loads(r)["update"] for r in (run / "metrics.jsonl").read_text().splitlines()] == [1, 2, 3]
     with pytest.raises(SystemExit):
         train_main(["--env", "gym-CartPole-v1", "--score-function", "maxmc", "--out-dir", str(tmp_path)])
@@ -142,7 +144,7 @@ def test_a_plugin_score_is_selectable_on_the_host_path(tmp_path, capsys):
     assert "--score-function maxmc needs what a host run's level sampler does not keep" in err, err
 
 
-def test_help_of_train_and_evaluate_lists_the_plugin_flag(capsys):
+def test_help_of_train_evaluate_and_sweep_lists_the_plugin_flag(capsys):
     from minimax.cli.train import main as train_main  # noqa: PLC0415
     from minimax.evaluation.evaluate import main as evaluate_main  # noqa: PLC0415
 
@@ -151,3 +153,10 @@ def test_help_of_train_and_evaluate_lists_the_plugin_flag(capsys):
             main(["--help"])
         assert stop.value.code == 0
         assert "--plugin MODULE_OR_FILE.py (repeatable)" in " ".join(capsys.readouterr().out.split())
+    from minimax.cli.sweep import main as sweep_main  # noqa: PLC0415
+
+    with pytest.raises(SystemExit) as stop:
+        sweep_main(["--help"])
+    assert stop.value.code == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "--plugin PLUGIN" in shown and "MODULE_OR_FILE.py (repeatable)" in shown

@@ -49,7 +49,7 @@ def rows(run: Path) -> list[dict]:
 
 
 @pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)
-def test_a_plugin_methods_own_option_trains_resumes_and_evaluates(tmp_path, capsys):
+def test_a_plugin_methods_own_option_trains_resumes_and_evaluates(tmp_path, capsys, fresh_registries):
     base = ["--plugin", EAGER, "--method", "eager_plr", "--out-dir", str(tmp_path), "--run-name", "eager"]
     assert "--eager-replay-prob" in help_text(capsys, base)
     assert "--eager-replay-prob" not in help_text(capsys, ["--plugin", EAGER, "--method", "robust_plr"])
@@ -65,18 +65,23 @@ def test_a_plugin_methods_own_option_trains_resumes_and_evaluates(tmp_path, caps
     assert saved["method"] == "eager_plr" and saved["eager"] == {"eager_replay_prob": 1.0}
     last = rows(run)[-1]
     assert last["gradient_updates"] == 4 and last["cycles"] - last["gradient_updates"] <= 2, last  # replays eagerly
+    assert saved["plugins"] == [{"file": EAGER, "sha256": saved["plugins"][0]["sha256"],
+                                 "registers": ["--method eager_plr"]}]
     err = refusal(capsys, [*base, "--resume", "--eager-replay-prob", "0.5", "--num-updates", "6"])
     assert "--eager-replay-prob (saved 1.0, given 0.5)" in err
-    train_main([*base, "--resume", "--num-updates", "6"])
+    fresh_registries()  # later commands, as new processes: the run imports its plugin by itself
+    where = ["--out-dir", str(tmp_path), "--run-name", "eager"]
+    train_main([*where, "--resume", "--num-updates", "6"])
     assert [r["update"] for r in rows(run)] == [2, 4, 6]
 
+    fresh_registries()
     out = tmp_path / "scores"
-    evaluate_main(["--plugin", EAGER, str(run), "--suite", "SixteenRooms", "--episodes", "2", "--out", str(out)])
+    evaluate_main([str(run), "--suite", "SixteenRooms", "--episodes", "2", "--out", str(out)])
     doc = json.loads((out / "results.json").read_text())
     assert [(r["run"], r["checkpoint"]) for r in doc["runs"]] == [("eager", 6)]
 
 
-def test_a_plugin_environments_own_option_trains_resumes_and_evaluates(tmp_path, capsys):
+def test_a_plugin_environments_own_option_trains_resumes_and_evaluates(tmp_path, capsys, fresh_registries):
     base = ["--plugin", RING, "--env", "ring", "--method", "dr", "--recurrent-cell", "none", "--out-dir",
             str(tmp_path), "--run-name", "ring"]
     shown = help_text(capsys, base)
@@ -91,11 +96,14 @@ def test_a_plugin_environments_own_option_trains_resumes_and_evaluates(tmp_path,
     assert saved["env"]["env_name"] == "ring" and saved["ring"] == {"ring_length": 5}
     RingOptions, loaded = ring_options(), TrainConfig.load(run / "config.json")
     assert loaded.env.ring_length == 5 and loaded.ring == RingOptions(ring_length=5)  # the spec reads it so
-    train_main([*base, "--resume", "--num-updates", "4"])
+    assert [p["registers"] for p in saved["plugins"]] == [["--env ring"]]
+    fresh_registries()  # later commands, as new processes: the run imports its plugin by itself
+    train_main(["--out-dir", str(tmp_path), "--run-name", "ring", "--resume", "--num-updates", "4"])
     assert [r["update"] for r in rows(run)] == [2, 4]
 
+    fresh_registries()
     out = tmp_path / "scores"
-    evaluate_main(["--plugin", RING, str(run), "--suite", "far", "--episodes", "2", "--out", str(out)])
+    evaluate_main([str(run), "--suite", "far", "--episodes", "2", "--out", str(out)])
     doc = json.loads((out / "results.json").read_text())
     (scored,) = doc["runs"]
     assert scored["checkpoint"] == 4 and list(scored["mazes"]) == ["goal1"]

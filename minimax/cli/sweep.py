@@ -35,8 +35,9 @@ from minimax.cli.cluster import TrainJob, add_arguments, check_cluster, from_arg
 from minimax.cli.cluster_runs import PlannedRun, run_jobs, status_rows, status_table, unfinished_message
 from minimax.cli.sweep_collect import collect
 from minimax.config import ConfigError, TrainConfig
+from minimax.config.plugins import PLUGINS, load, restore
 from minimax.config.release import is_release_config
-from minimax.core.options import flag
+from minimax.core.options import flag, read_config_json
 from minimax.training.run_dirs import RunError
 
 
@@ -134,34 +135,53 @@ def commands(args, passthrough: list[str]) -> list[list[str]]:
     """One `train.py` argument list per grid point."""
     seeds = parse_seeds(args.seeds)
     out = []
-    if args.grid_file:
-        doc = read_grid_file(args.grid_file)
-        if is_release_config(doc):
-            release_grid = {k: v if isinstance(v, list) else [v] for k, v in doc["args"].items()}
-            for i, point in enumerate(grid_points(release_grid)):
-                path = Path(args.out_dir) / "sweep-configs" / f"point{i}.json"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(json.dumps({"args": {k: [v] for k, v in point.items()}}) + "\n")
-                varied = {k: v for k, v in point.items() if len(doc["args"][k]) > 1}
-                name = point_name(TrainConfig.load(path).preset, varied, seeds)
-                out.append(["--config", str(path), "--seeds", seeds, "--out-dir", args.out_dir, "--run-name", name])
-            return [c + passthrough for c in out]
-        grid = doc
-    else:
-        grid = parse_grid(args.grid)
+    start, prefix = start_of(args)  # first: a saved config's plugins may own the grid's options
+    doc = read_grid_file(args.grid_file) if args.grid_file else None
+    if doc is not None and is_release_config(doc):
+        if args.config:
+            raise ConfigError("--grid-file holds a minimax release config, which gives every point's config: "
+                              "leave out --config")
+        release_grid = {k: v if isinstance(v, list) else [v] for k, v in doc["args"].items()}
+        for i, point in enumerate(grid_points(release_grid)):
+            path = Path(args.out_dir) / "sweep-configs" / f"point{i}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"args": {k: [v] for k, v in point.items()}}) + "\n")
+            varied = {k: v for k, v in point.items() if len(doc["args"][k]) > 1}
+            name = point_name(TrainConfig.load(path).preset, varied, seeds)
+            out.append(["--config", str(path), "--seeds", seeds, "--out-dir", args.out_dir, "--run-name", name])
+        return [c + passthrough for c in out]
+    grid = doc if doc is not None else parse_grid(args.grid)
     refuse_repeated(grid, passthrough)
     for point in grid_points(grid):
         flags = [a for k, v in point.items() for a in as_flags(k, v)]
-        out.append(["--preset", args.preset, *flags, "--seeds", seeds, "--out-dir", args.out_dir,
-                    "--run-name", point_name(args.preset, point, seeds)])
+        out.append([*start, *flags, "--seeds", seeds, "--out-dir", args.out_dir,
+                    "--run-name", point_name(prefix, point, seeds)])
     return [c + passthrough for c in out]
+
+
+def start_of(args) -> tuple[list[str], str]:
+    """What every point starts from (`--preset P` or `--config PATH`), and the prefix of its run names: the preset,
+    or the saved run's directory name. A saved config is loaded here first, so that its plugins are imported
+    (`config/plugins.py`) before the grid's option names are read."""
+    if not args.config:
+        return ["--preset", args.preset or "dr"], args.preset or "dr"
+    if args.preset:
+        raise ConfigError("--preset and --config both give the points' defaults: give one of them")
+    path = Path(args.config)
+    path = path / "config.json" if path.is_dir() else path
+    if not path.is_file():
+        raise ConfigError(f"--config: no config file at {path}")
+    TrainConfig.load(path)
+    return ["--config", str(path)], path.parent.name if path.name == "config.json" else path.stem
 
 
 def parse_args(argv: list[str]):
     """`(args, cluster options, passthrough flags)` of the sweep's command line."""
     p = argparse.ArgumentParser(prog="python -m minimax.cli.sweep", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--preset", default="dr", help="the preset every grid point starts from")
+    p.add_argument("--preset", help="the preset every grid point starts from (default: dr)")
+    p.add_argument("--config", help="a saved config.json (or a run directory) every grid point starts from instead "
+                   "of a preset: a sweep around a run, a plugin run's included (its plugins are imported from it)")
     p.add_argument("--grid", action="append", default=[], help="OPTION=V1,V2,... (repeatable: a cartesian product)")
     p.add_argument("--grid-file", help="a JSON grid: {option: [values]}, or a minimax release config with grids")
     p.add_argument("--seeds", default="0", help="seeds of every run, vmapped in its one program: 0,1,2 or 0-4")
@@ -176,6 +196,9 @@ def parse_args(argv: list[str]):
                    "program; a larger group is split into programs of consecutive points (0: no limit; for a "
                    "device whose memory holds fewer runs)")
     p.add_argument("--no-compile-cache", action="store_true", help="leave XLA's persistent compilation cache off")
+    p.add_argument("--plugin", action="append", default=[], help="MODULE_OR_FILE.py (repeatable): import a user's "
+                   "method, score or environment first; every run records it (a rerun of the sweep, a --config of a "
+                   "plugin run, --resume and evaluate.py import it again by themselves)")
     add_arguments(p)
     args, passthrough = p.parse_known_args(argv)
     cluster = from_arguments(args)
@@ -206,10 +229,14 @@ def train_in_jobs(runs, configs, passthrough, cluster, out_dir: Path) -> None:
 
 
 def point_config(command: list[str]):
-    """The config of one grid point's `train.py` arguments; a bad value is refused naming the point."""
+    """The config of one grid point's `train.py` arguments (the plugins of its run, when it has trained
+    before, imported first); a bad value is refused naming the point."""
     from minimax.training.cli import parse_config  # noqa: PLC0415
 
     try:
+        saved = Path(command[command.index("--out-dir") + 1]) / command[command.index("--run-name") + 1] / "config.json"
+        if saved.is_file():
+            restore(read_config_json(saved).get(PLUGINS, []), str(saved))
         return parse_config(command)
     except ConfigError as err:
         name = command[command.index("--run-name") + 1] if "--run-name" in command else " ".join(command)
@@ -274,19 +301,23 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         args, cluster, passthrough = parse_args(sys.argv[1:] if argv is None else argv)
+        plugins = [a for plugin in args.plugin for a in ("--plugin", str(load(plugin).source))]
         runs = commands(args, passthrough)
         configs = [point_config(c) for c in runs]  # every point checked before any trains
         if args.print:
-            print("\n".join("python train.py " + shlex.join(c) for c in runs))
+            print("\n".join("python train.py " + shlex.join(plugins + c) for c in runs))
             return
         if args.collect:
             path = Path(args.out_dir) / "sweep.csv"
             print(f"sweep: {collect(configs, path)} rows in {path}", file=sys.stderr)
             return
         if cluster.jobs:
-            return train_in_jobs(runs, configs, passthrough, cluster, Path(args.out_dir))
+            return train_in_jobs([plugins + c for c in runs], configs, passthrough, cluster, Path(args.out_dir))
         enable_compile_cache(not args.no_compile_cache)
         train_points(configs, passthrough, one_by_one=args.one_by_one, max_lanes=args.max_lanes)
+    except ImportError as e:
+        print(f"error: --plugin: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
     except (ConfigError, RunError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -65,44 +63,18 @@ def is_host_env_run(argv: list[str]) -> bool:
 
 def load_plugins(argv: list[str]) -> list[str]:
     """Import every `--plugin MODULE_OR_FILE.py` (a user's method, score or environment registers itself on
-    import) and return `argv` without them. A plugin that cannot be imported is a `SystemExit` naming it.
-    A file already imported from the same path is not run again (a second command in one process, a
-    test's, keeps the classes its registrations and configs were made with)."""
-    rest, plugins = [], []
-    it = iter(argv)
-    for a in it:
-        if a == "--plugin" or a.startswith("--plugin="):
-            plugins.append(a.partition("=")[2] if "=" in a else next(it, ""))
-        else:
-            rest.append(a)
-    for plugin in plugins:
-        try:
-            if plugin.endswith(".py"):
-                path = Path(plugin)
-                spec = importlib.util.spec_from_file_location(path.stem, path)
-                if spec is None or not path.is_file():
-                    raise ImportError(f"no file {path}")
-                loaded = sys.modules.get(path.stem)
-                if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() == path.resolve():
-                    continue
-                module = importlib.util.module_from_spec(spec)
-                sys.modules[path.stem] = module
-                spec.loader.exec_module(module)
-            elif plugin:
-                importlib.import_module(plugin)
-            else:
-                raise ImportError("--plugin needs a module name or a .py file")
-        except ImportError as e:
-            print(f"error: --plugin {plugin!r}: {e}", file=sys.stderr)
-            raise SystemExit(2) from None
-    return rest
+    import) and return `argv` without them (`config/plugins.py: load_all`; a run remembers them)."""
+    from minimax.config.plugins import load_all  # noqa: PLC0415
+
+    return load_all(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Train from the command line: the host-environment loop or the compiled one (`--version`: the versions
     of minimax, Python, jax and its libraries, and the backend, then nothing else). `--plugin MODULE`
     (or a `.py` file; repeatable) imports a user's registrations first: `--method`, `--score-function`
-    and `--env` then accept what it registered (pass it again with `--resume`)."""
+    and `--env` then accept what it registered; the run's `config.json` records it, so `--resume` imports it
+    again by itself (`config/plugins.py`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--version" in argv:
         from minimax.core.versions import version_text  # noqa: PLC0415

@@ -27,6 +27,7 @@ from minimax.agents.ppo import PPOConfig
 from minimax.config.checks import (METHODS, MUTATION_METHODS, PLR_METHODS, TEACHER_METHODS,  # noqa: F401
                                    episode_limit, problems)
 from minimax.config.groups import EnvConfig, EvalConfig, ModelConfig
+from minimax.config.plugins import PLUGINS, records, restore
 from minimax.config.presets import PRESET_OPTIONS, preset_method
 from minimax.config.release import is_release_config, release_options
 from minimax.config.run import CompiledRunOptions
@@ -168,7 +169,7 @@ class TrainConfig(CompiledRunOptions):
         """From `to_dict()`'s nested form, or the flat form of configs saved before the groups. An option
         found in a group it no longer lives in (`curriculum.replay_prob`, `env.maze_height` before the
         methods and environments owned their options) is read by its flat name."""
-        values = without_versions(values)
+        values = {k: v for k, v in without_versions(values).items() if k != PLUGINS}
         flat = {k: v for k, v in values.items() if not isinstance(v, dict)}
         for group, nested in values.items():
             if not isinstance(nested, dict):
@@ -210,12 +211,16 @@ class TrainConfig(CompiledRunOptions):
     def save(self, path) -> None:
         """Write `config.json` atomically (a crash leaves the old file or the new one, never half of one),
         with the versions of minimax, Python, jax and its libraries and the backend under `versions` (a
-        record, not an option: `load` ignores it)."""
-        write_atomically(Path(path), json.dumps(with_versions(self.to_dict()), indent=2) + "\n")
+        record, not an option: `load` ignores it), and under `plugins` the plugins its names come from
+        (`config/plugins.py`: `load` imports them again)."""
+        plugins = records(self.options())
+        saved = with_versions(self.to_dict()) | ({PLUGINS: plugins} if plugins else {})
+        write_atomically(Path(path), json.dumps(saved, indent=2) + "\n")
 
     @classmethod
     def load(cls, path) -> "TrainConfig":
         values = read_config_json(path)
+        restore(values.get(PLUGINS, []), str(path))
         if is_release_config(values):  # the minimax release's configs/<env>/*.json
             preset, options = release_options(values, str(path))
             try:
@@ -225,7 +230,13 @@ class TrainConfig(CompiledRunOptions):
                 return PRESETS[preset].replace(**options)
             except ConfigError as e:
                 raise ConfigError(in_release_terms(str(e), values)) from None
-        return cls.from_dict(values, where=str(path))
+        try:
+            return cls.from_dict(values, where=str(path))
+        except ConfigError as e:
+            if " must be one of " not in str(e) or values.get(PLUGINS):
+                raise
+            raise ConfigError(f"{e} ({path} names no plugin: a name a plugin registered needs --plugin FILE, given "
+                              "once; runs saved since 2026-11-29 remember their plugins)") from None
 
 
 def in_release_terms(message: str, values: dict) -> str:

@@ -42,6 +42,7 @@ from minimax.agents.ppo import PPOConfig
 from minimax.config.run import RunOptions, run_problems
 from minimax.core.methods import get_method, host_method_names
 from minimax.core.files import write_atomically
+from minimax.config.plugins import PLUGINS, records, restore
 from minimax.core.options import ConfigError, check, checked, checks_deferred, read_config_json
 from minimax.core.versions import with_versions, without_versions
 from minimax.host.legacy_options import refuse_old_flags, translate_saved
@@ -184,12 +185,17 @@ class HostTrainConfig(RunOptions):
         return out
 
     def save(self, path) -> None:
-        """`config.json`, with the versions the run ran with under `versions` (ignored by `load`)."""
-        write_atomically(Path(path), json.dumps(with_versions(self.to_dict()), indent=2) + "\n")
+        """`config.json`, with the versions the run ran with under `versions` (ignored by `load`) and the plugins
+        its names come from under `plugins` (`config/plugins.py`: `load` imports them again)."""
+        plugins = records(self.to_dict())
+        saved = with_versions(self.to_dict()) | ({PLUGINS: plugins} if plugins else {})
+        write_atomically(Path(path), json.dumps(saved, indent=2) + "\n")
 
     @classmethod
     def load(cls, path) -> "HostTrainConfig":
-        values = translate_saved(without_versions(read_config_json(path)))  # runs saved with the old names load as today's
+        values = without_versions(read_config_json(path))
+        restore(values.pop(PLUGINS, []), str(path))
+        values = translate_saved(values)  # runs saved with the old names load as today's
         values.pop("kind", None)
         try:
             values["ppo"] = PPOConfig(**values["ppo"])

@@ -121,7 +121,9 @@ def _parse(argv: list[str], default: TrainConfig, declared) -> TrainConfig:
 
 
 PLUGIN_HELP = (" --plugin MODULE_OR_FILE.py (repeatable): import a user's registrations (a method, score or "
-               "environment) first; a run made with one needs it again with --resume and with evaluate.py.")
+               "environment) first. The run's config.json records the file and its content hash, so --resume, "
+               "evaluate.py, --config and a sweep's reruns import it again by themselves (a file moved or changed "
+               "is refused; pass --plugin again to use it where or as it is now).")
 
 
 def _tyro_cli(shape, start, argv: list[str]):
