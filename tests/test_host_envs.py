@@ -315,3 +315,14 @@ def test_a_bad_procgen_mode_is_refused_naming_the_flag_the_user_wrote():
         problem = host_env_problem("procgen-bigfish", mode, 4)
         assert problem.startswith("--env procgen-bigfish: --distribution-mode '" + mode)
         assert "distribution_mode" not in problem  # the library's argument name, not what the command line takes
+
+
+def test_a_long_host_run_says_its_cost_after_the_first_update():
+    """Procgen at its default sizes takes minutes per update on a CPU: the run says what the rest will take,
+    once, after its first update (unless --progress shows it), and says nothing for a run of minutes."""
+    from minimax.host.loop import pace_note  # noqa: PLC0415
+
+    note = pace_note(420.0, 1, 24_999, "updates")
+    assert note.startswith("note: the first update took 420 s here; the 24999 updates left take about 2916.6 hours")
+    assert pace_note(30.0, 1, 19, "updates") is None  # under 10 minutes left
+    assert "about 20 minutes" in pace_note(60.0, 2, 40, "updates")

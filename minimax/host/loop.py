@@ -280,15 +280,32 @@ def train(cfg: HostTrainConfig) -> Path:
     return cfg.run_dir
 
 
+def pace_note(seconds: float, units_per_update: float, units_left: float, unit: str) -> str | None:
+    """A word on a long run's cost after its first update (host environments at their default sizes on a CPU
+    take minutes per update: Procgen about 7 here), when the rest would take over 10 minutes at that pace."""
+    left = seconds * units_left / max(units_per_update, 1e-12)
+    if left < 600:
+        return None
+    span = f"{left / 3600:.1f} hours" if left >= 3600 else f"{left / 60:.0f} minutes"
+    return (f"note: the first update took {seconds:.0f} s here; the {units_left:g} {unit} left take about {span} at "
+            "this pace (--progress shows the pace as it goes; smaller --num-envs / --num-steps cost less)")
+
+
 def _loop(cfg: HostTrainConfig, run: HostRun, checkpoints, logger, eval_env, stop: StopSignals) -> None:
     """Updates until the budget is spent (or `--time-limit`, or a stop signal): logs, evaluations, checkpoints."""
     _warn_robust_horizon(run)
     total, started, per = cfg.num_updates, time.perf_counter(), cfg.env_steps_per_update
     progress = Progress(total, run.units_done, run.update_count * per, enabled=cfg.progress, unit=LABEL[cfg.budget])
+    first = True
     try:
         while run.units_done < total:
+            before = run.units_done
             row = run.update()
             u, env_steps = run.update_count, run.update_count * per
+            note = pace_note(row["seconds"], run.units_done - before, total - run.units_done, LABEL[cfg.budget])
+            if first and note and not cfg.progress:
+                print(note, file=sys.stderr)
+            first = False
             last = run.units_done >= total
             if cfg.eval_every and (u % cfg.eval_every == 0 or last):
                 row.update(_evaluate(run, eval_env, cfg.eval_episodes, u))

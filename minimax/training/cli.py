@@ -105,7 +105,7 @@ def _parse(argv: list[str], default: TrainConfig, declared) -> TrainConfig:
     groups = [g for g in GROUPS if declared is None or g in declared]
     method_help = ("Autocurriculum, by registered name: " + ", ".join(method_names()) + " (a plugin's too). On a "
                    "host environment (procgen-*, gym-*): a method that declares a host protocol (" +
-                   ", ".join(n for n in method_names() if get_method(n).host) + ").")
+                   ", ".join(n for n in method_names() if get_method(n).host) + "; default there: plr).")
     method = ("method", Annotated[str, tyro.conf.arg(help=method_help)], dataclasses.field(default="dr"))
     shape = dataclasses.make_dataclass(
         "TrainConfig", [method] + [(g, GROUPS[g], dataclasses.field(default_factory=GROUPS[g])) for g in groups],
