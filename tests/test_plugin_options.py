@@ -1,7 +1,7 @@
 """Options travel with their method and environment: a user's method and a user's environment, each in
 a file outside the package (`tests/plugins/`) with option groups of its own, are flags of `train.py`
 for that method or environment only (and in its `--help`), saved in `config.json`, kept on resume, and
-their runs evaluate, through the same commands as ours (`--plugin FILE`)."""
+their runs evaluate, through the same commands as ours (`--plugin FILE` once: the run remembers it)."""
 
 import json
 from pathlib import Path
@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from minimax.cli.evaluate import main as evaluate_main
+from minimax.cli.sweep import main as sweep_main
 from minimax.cli.train import load_plugins
 from minimax.cli.train import main as train_main
 from minimax.config import TrainConfig
@@ -42,6 +43,13 @@ def help_text(capsys, argv) -> str:
         train_main([*argv, "--help"])
     assert stop.value.code == 0
     return capsys.readouterr().out
+
+
+def swept(capsys, run: Path, grid: str) -> list[str]:
+    """The train.py commands of a sweep around a saved run (`--config RUN --print`), one per point."""
+    capsys.readouterr()
+    sweep_main(["--config", str(run), "--grid", grid, "--out-dir", str(run.parent / "swept"), "--print"])
+    return capsys.readouterr().out.splitlines()
 
 
 def rows(run: Path) -> list[dict]:
@@ -79,6 +87,8 @@ def test_a_plugin_methods_own_option_trains_resumes_and_evaluates(tmp_path, caps
     evaluate_main([str(run), "--suite", "SixteenRooms", "--episodes", "2", "--out", str(out)])
     doc = json.loads((out / "results.json").read_text())
     assert [(r["run"], r["checkpoint"]) for r in doc["runs"]] == [("eager", 6)]
+    fresh_registries()  # a sweep around the run, over the plugin's own option: the grid reads it from the run
+    assert len(swept(capsys, run, "eager_replay_prob=0.5,1.0")) == 2
 
 
 def test_a_plugin_environments_own_option_trains_resumes_and_evaluates(tmp_path, capsys, fresh_registries):
@@ -108,3 +118,5 @@ def test_a_plugin_environments_own_option_trains_resumes_and_evaluates(tmp_path,
     (scored,) = doc["runs"]
     assert scored["checkpoint"] == 4 and list(scored["mazes"]) == ["goal1"]
     assert 0.0 <= scored["mazes"]["goal1"]["solved_rate"] <= 1.0
+    fresh_registries()
+    assert len(swept(capsys, run, "ring_length=4,6")) == 2
