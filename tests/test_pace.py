@@ -33,13 +33,13 @@ SMALL = dict(method="robust_plr", score_function="pace", maze_height=5, maze_wid
 
 @pytest.fixture(scope="module")
 def played():
-    """A small robust PLR runner, its initial parameters and a rollout of 4 new levels with them."""
+    """A small robust PLR runner, its initial train state and a rollout of 4 new levels with its parameters."""
     runner = build_runner(TrainConfig.from_options(**SMALL))
     state = runner.init(jax.random.key(0))
     _, levels = new_levels(runner, jax.random.key(1), state.training_set, runner.n)
     params = state.train_state.params
     played = jax.jit(functools.partial(play, runner))(jax.random.key(2), params, state.buffer, levels)
-    return runner, params, (played, state.buffer), played.batch
+    return runner, state.train_state, (played, state.buffer), played.batch
 
 
 def one_level(batch: PPOBatch, i: int) -> PPOBatch:
@@ -49,7 +49,8 @@ def one_level(batch: PPOBatch, i: int) -> PPOBatch:
 
 
 def test_each_levels_norm_is_its_own_gradients_and_the_batch_gradient_is_their_mean(played):
-    runner, params, _, batch = played
+    runner, player, _, batch = played
+    params = player.params
     whole_loss = LevelUpdate(loss="ppo", params="all")  # the reading whose levels' gradients sum to the batch's
     norms = np.asarray(jax.jit(lambda p, b: level_update_sq_norms(p, runner.model.apply, b, runner.ppo,
                                                                   reading=whole_loss))(params, batch))
@@ -69,13 +70,15 @@ def test_each_levels_norm_is_its_own_gradients_and_the_batch_gradient_is_their_m
 
 READINGS = [LevelUpdate(), LevelUpdate(loss="ppo", params="all"), LevelUpdate(loss="ppo", params="actor"),
             LevelUpdate(step="sgd"), LevelUpdate(loss="ppo", params="all", step="sgd", advantages="level"),
-            LevelUpdate(advantages="level")]
+            LevelUpdate(advantages="level"), LevelUpdate(step="optimizer"),
+            LevelUpdate(loss="ppo", params="all", step="optimizer")]
 
 
-def direct_sq_norm(runner, params, batch, i, reading: LevelUpdate):
+def direct_sq_norm(runner, params, batch, i, reading: LevelUpdate, opt_state=None):
     """A temporary update on level i's data alone, taken with optax outside any vmap: the change of the
     parameters `reading` measures, squared and summed. `gradient` is an SGD step of rate 1 (the gradient
-    itself); `sgd` the run's rate after clipping at --max-grad-norm."""
+    itself); `sgd` the run's rate after clipping at --max-grad-norm; `optimizer` Adam's next step from
+    `opt_state`, written here from optax's parts (clip, then Adam)."""
     cfg, level = runner.ppo, one_level(batch, i)
     moments = advantage_moments(batch.advantages) if reading.advantages == "batch" else None
 
@@ -84,9 +87,10 @@ def direct_sq_norm(runner, params, batch, i, reading: LevelUpdate):
         return loss if reading.loss == "ppo" else stats["policy_loss"] - cfg.entropy_coef * stats["entropy"]
 
     grads = jax.grad(objective)(params)
-    tx = optax.sgd(1.0) if reading.step == "gradient" else optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm),
-                                                                       optax.sgd(cfg.lr))
-    updates, _ = tx.update(grads, tx.init(params), params)
+    clip = optax.clip_by_global_norm(cfg.max_grad_norm)
+    tx = {"gradient": optax.sgd(1.0), "sgd": optax.chain(clip, optax.sgd(cfg.lr)),
+          "optimizer": optax.chain(clip, optax.adam(cfg.lr, eps=cfg.adam_eps))}[reading.step]
+    updates, _ = tx.update(grads, tx.init(params) if opt_state is None else opt_state, params)
     moved = optax.apply_updates(params, updates)
     change = jax.tree_util.tree_map_with_path(
         lambda path, a, b: jnp.zeros_like(a) if reading.params == "actor" and is_critic(path) else a - b, moved, params)
@@ -95,12 +99,16 @@ def direct_sq_norm(runner, params, batch, i, reading: LevelUpdate):
 
 @pytest.mark.e2e  # six readings' programs and a direct update per level: 15 s here (the default run leaves it out)
 def test_every_pace_reading_is_a_temporary_update_on_the_level_alone(played):
-    runner, params, _, batch = played
+    runner, player, _, batch = played
+    params, whole_grad = player.params, jax.grad(lambda p: ppo_loss(p, runner.model.apply, batch, runner.ppo)[0])
+    # Adam a step into training (its moments non-zero, its count 1): at the start its step is lr x sign(g) for
+    # every level alike, and the reading would tell the levels apart only by their zero gradients.
+    opt_state = player.tx.update(whole_grad(params), player.opt_state, params)[1]
     got = {}
     for reading in READINGS:
-        norms = np.asarray(jax.jit(lambda p, b, r=reading: level_update_sq_norms(p, runner.model.apply, b, runner.ppo,
-                                                                                 reading=r))(params, batch))
-        direct = [direct_sq_norm(runner, params, batch, i, reading) for i in range(runner.n)]
+        norms = np.asarray(jax.jit(lambda p, b, s, r=reading: level_update_sq_norms(
+            p, runner.model.apply, b, runner.ppo, reading=r, opt_state=s))(params, batch, opt_state))
+        direct = [direct_sq_norm(runner, params, batch, i, reading, opt_state) for i in range(runner.n)]
         np.testing.assert_allclose(norms, direct, rtol=2e-4, atol=1e-12)
         got[reading] = norms
     # The readings measure different things: the value term moves the trunk (policy vs ppo), the value head is
@@ -109,14 +117,18 @@ def test_every_pace_reading_is_a_temporary_update_on_the_level_alone(played):
     assert not np.allclose(default, whole, rtol=1e-3)
     assert (got[LevelUpdate(loss="ppo", params="actor")] < whole).all()
     assert not np.allclose(got[LevelUpdate(advantages="level")], default, rtol=1e-3)
+    # Adam's step is not the gradient rescaled: its moments weigh each parameter by the gradients before.
+    adam, sgd = got[LevelUpdate(step="optimizer")], got[LevelUpdate(step="sgd")]
+    assert not np.allclose(adam / adam.mean(), sgd / sgd.mean(), rtol=1e-2)
     # The policy objective leaves the critic's own parameters unmoved: `actor` and `all` agree there.
     np.testing.assert_allclose(direct_sq_norm(runner, params, batch, 0, LevelUpdate(params="all")), default[0],
                                rtol=2e-4)
 
 
 def test_the_runner_scores_every_played_level_by_its_norm(played):
-    runner, params, (levels_played, buffer), batch = played
-    scores, _, valid = jax.jit(functools.partial(score, runner))(levels_played, buffer, params)
+    runner, player, (levels_played, buffer), batch = played
+    params = player.params
+    scores, _, valid = jax.jit(functools.partial(score, runner))(levels_played, buffer, player)
     norms = jax.jit(lambda p, b: level_update_sq_norms(p, runner.model.apply, b, runner.ppo))(params, batch)
     np.testing.assert_allclose(scores, norms, rtol=1e-5)  # one computation in two programs: rounding only
     assert np.asarray(valid).all()  # a gradient exists whether or not an episode ended

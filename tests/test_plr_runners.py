@@ -236,8 +236,8 @@ def test_reward_scale_learns_from_the_same_numbers_on_a_scaled_environment(score
     slots = jnp.array([-1, 0, 1, -1][:plain.num_envs], jnp.int32)
     stored = lambda scale: state.buffer.replace(  # noqa: E731
         max_returns=state.buffer.max_returns.at[:2].set(jnp.array([0.5, 0.9]) * scale))
-    want = score(plain, played._replace(rollout=rollout, batch=want_batch, slots=slots), stored(1.0), params)
-    got = score(scaled, played._replace(rollout=louder, batch=got_batch, slots=slots), stored(s), params)
+    want = score(plain, played._replace(rollout=rollout, batch=want_batch, slots=slots), stored(1.0), state.train_state)
+    got = score(scaled, played._replace(rollout=louder, batch=got_batch, slots=slots), stored(s), state.train_state)
     np.testing.assert_array_equal(got.valid, want.valid)
     np.testing.assert_allclose(got.scores, want.scores, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got.best, want.best * s, rtol=1e-6, atol=1e-6)  # stored in env units

@@ -64,7 +64,7 @@ def test_plr_scores_levels_by_their_true_regret(method):
         key = jax.random.key(1)
         levels = jax.vmap(runner.generator)(jax.random.split(key, runner.num_envs))
         played = play(runner, jax.random.key(2), state.train_state.params, state.buffer, levels)
-        scored = score(runner, played, state.buffer, state.train_state.params)
+        scored = score(runner, played, state.buffer, state.train_state)
         return levels, played.rollout, scored.scores, scored.valid, group_metrics(runner, "new", played, scored)
 
     levels, rollout, scores, valid, metrics = jax.device_get(played(state))
@@ -140,7 +140,7 @@ def test_a_robust_plr_cycle_scores_its_levels_by_the_authors_perfect_regret():
     def played(state):
         levels = jax.vmap(runner.generator)(jax.random.split(jax.random.key(1), runner.num_envs))
         played = play(runner, jax.random.key(2), state.train_state.params, state.buffer, levels)
-        return levels, played.rollout, score(runner, played, state.buffer, state.train_state.params)
+        return levels, played.rollout, score(runner, played, state.buffer, state.train_state)
 
     levels, rollout, scored = jax.device_get(played(state))
     steps = np.asarray(jax.vmap(shortest_action_count)(levels))

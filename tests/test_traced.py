@@ -126,7 +126,7 @@ def test_the_runner_scores_pvl_plus_the_transition_error_and_keeps_its_ledger():
     _, levels = new_levels(runner, jax.random.key(1), state.training_set, runner.n)
     params = state.train_state.params
     played = jax.jit(functools.partial(play, runner))(jax.random.key(2), params, state.buffer, levels)
-    pvl, _, valid = jax.jit(functools.partial(score, runner))(played, state.buffer, params)
+    pvl, _, valid = jax.jit(functools.partial(score, runner))(played, state.buffer, state.train_state)
     x, a, reset, dones = runner._inputs(played.rollout)
     atpl = transition_errors(state.model.params, runner._model(x.shape[-1]), x, a, reset, dones)[0]
     offer = jax.jit(functools.partial(runner.scored_offer, offered=jnp.ones((runner.n,), bool)))

@@ -37,7 +37,7 @@ class ACCELRunner(CoinReplayRunner):
                                               self.replay_distribution(state))
         played = play(self, k_roll, params, buffer, levels, replayed=idx)
         train_state, metrics = train(self, k_upd, state.train_state, played.batch, replay)
-        buffer, where, scored = score_and_offer(self, buffer, played, params, replay | ~played.repeat)
+        buffer, where, scored = score_and_offer(self, buffer, played, state.train_state, replay | ~played.repeat)
         training_set = mark_stored(self, state.training_set, seeds, jnp.where(replay, -1, where))
         metrics.update(played_groups(self, replay, played, scored))
 
@@ -45,7 +45,7 @@ class ACCELRunner(CoinReplayRunner):
             """The children of the replayed levels (parents scored by this cycle, else by their stored score),
             played with the updated policy, scored and offered; no gradient."""
             kids, mutations = play_children(self, k_mutation, buffer, levels, idx, scored, train_state.params)
-            buffer, _, kid_scores = score_and_offer(self, buffer, kids, train_state.params, ~kids.repeat, mutations)
+            buffer, _, kid_scores = score_and_offer(self, buffer, kids, train_state, ~kids.repeat, mutations)
             return buffer, group_metrics(self, "mutated", kids, kid_scores)
 
         buffer, mutated = cond_or_zeros(replay, mutate_and_play, buffer)

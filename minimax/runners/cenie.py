@@ -119,7 +119,7 @@ class CENIERunner(CoinReplayRunner):
                                               self.replay_distribution(state))
         played = play(self, k_roll, params, buffer, levels, replayed=idx)
         train_state, metrics = train(self, k_upd, state.train_state, played.batch, replay)
-        buffer, where, scored = score_and_offer(self, buffer, played, params, replay | ~played.repeat)
+        buffer, where, scored = score_and_offer(self, buffer, played, state.train_state, replay | ~played.repeat)
         k_samples, k_fit = jax.random.split(k_cover)
         samples, novelty = self.measure(k_samples, state.coverage, played)
         stored = write_slots(self, state.novelty, where, novelty)
@@ -137,7 +137,7 @@ class CENIERunner(CoinReplayRunner):
             buffer, stored, coverage = carry
             k_children, k_kid_samples = jax.random.split(jax.random.fold_in(k_cover, 1))
             kids, mutations = play_children(self, k_children, buffer, levels, idx, scored, train_state.params)
-            buffer, kid_where, kid_scores = score_and_offer(self, buffer, kids, train_state.params, ~kids.repeat,
+            buffer, kid_where, kid_scores = score_and_offer(self, buffer, kids, train_state, ~kids.repeat,
                                                             mutations)
             kid_samples, kid_novelty = self.measure(k_kid_samples, coverage, kids)
             if nc.novelty_coverage == "played":  # joins the window now; the next cycle's refit fits it

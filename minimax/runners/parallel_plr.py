@@ -53,7 +53,7 @@ class ParallelPLRRunner(PLRFamilyRunner):
         is_replay = (jnp.arange(g * n) >= n) & (jnp.arange(g * n) < 2 * n) & ready
         played = play(self, k_roll, params, buffer, levels, jnp.where(is_replay, jnp.concatenate([idx] * g), -1))
         train_state, metrics = train(self, k_upd, state.train_state, env_slice(played.batch, n, 2 * n), ready)
-        buffer, where, scored = score_and_offer(self, buffer, played, params, is_replay | ~played.repeat, mutations)
+        buffer, where, scored = score_and_offer(self, buffer, played, state.train_state, is_replay | ~played.repeat, mutations)
         # Seeds count as seen when their level is stored: the new group, and every group before the buffer is ready.
         is_new = (jnp.arange(g * n) < n) | ~ready
         training_set = mark_stored(self, state.training_set, seeds, jnp.where(is_new, where, -1))

@@ -76,9 +76,10 @@ class CurriculumConfig:
     pace_params: Literal["actor", "all"] = "actor"
     """--score-function pace: the norm over the policy's parameters (the paper's "policy parameter change": all but
     the critic's) or over all of them."""
-    pace_step: Literal["gradient", "sgd"] = "gradient"
-    """--score-function pace: |g|^2 (the first-order step; the paper names no optimiser) or the run's SGD step
-    (lr x g, clipped at --max-grad-norm: levels above the cap tie)."""
+    pace_step: Literal["gradient", "sgd", "optimizer"] = "gradient"
+    """--score-function pace: |g|^2 (the first-order step; the paper names no optimiser), the run's SGD step
+    (lr x g, clipped at --max-grad-norm: levels above the cap tie) or the step the run's optimiser (Adam) would take
+    next from its state (clipped as the run clips)."""
     pace_advantages: Literal["batch", "level"] = "batch"
     """--score-function pace: advantages normalised by the batch's moments (the batch's update is the mean of the
     levels') or by the level's own (PPO on the level alone)."""

@@ -163,11 +163,11 @@ def train(run: Run, key, train_state, batch, trainable):
     return new_state, out
 
 
-def score(run: Run, played: Played, buffer: LevelBuffer, params) -> Scored:
+def score(run: Run, played: Played, buffer: LevelBuffer, player) -> Scored:
     """Each played level's score, with MaxMC's max return = max(stored max return, this rollout's best).
     The scores see rewards and returns times `--reward-scale`, the units of the value head; `best` is
-    unscaled. `params` (those that played the rollout) is what a score of each level's PPO gradient
-    (`pace`) needs."""
+    unscaled. `player`, the train state whose parameters played the rollout, is what a score of each level's
+    own update (`pace`) needs: its parameters, and its optimiser's state for `--pace-step optimizer`."""
     rollout = played.rollout
     prior_max = jnp.where(played.slots >= 0, buffer.max_returns[jnp.maximum(played.slots, 0)], -jnp.inf)
     best = rollout_max_return(rollout.episode_returns, rollout.dones, jnp.full_like(prior_max, -jnp.inf))
@@ -175,8 +175,9 @@ def score(run: Run, played: Played, buffer: LevelBuffer, params) -> Scored:
     norms = None
     if SCORES[run.cur.score_function].needs_update_norms:
         c = run.cur
-        norms = level_update_sq_norms(params, run.model.apply, played.batch, run.ppo, run.shard,
-                                      LevelUpdate(c.pace_loss, c.pace_params, c.pace_step, c.pace_advantages))
+        norms = level_update_sq_norms(player.params, run.model.apply, played.batch, run.ppo, run.shard,
+                                      LevelUpdate(c.pace_loss, c.pace_params, c.pace_step, c.pace_advantages),
+                                      opt_state=player.opt_state)
     inputs = ScoreInputs(rewards=rollout.rewards * scale, values=rollout.values, dones=rollout.dones,
                          solved=rollout.solved, advantages=played.batch.advantages, policy=rollout.policy,
                          last_value=rollout.last_value, max_returns=jnp.maximum(prior_max, best) * scale,
@@ -189,7 +190,7 @@ def score(run: Run, played: Played, buffer: LevelBuffer, params) -> Scored:
     return Scored(scores, jnp.where(jnp.isfinite(best), best, 0.0), valid)
 
 
-def score_and_offer(run: Run, buffer: LevelBuffer, played: Played, params, offered, mutations=None, rescore=None,
+def score_and_offer(run: Run, buffer: LevelBuffer, played: Played, player, offered, mutations=None, rescore=None,
                     eviction_bonus=None):
     """Score the played levels and offer them, in order, to the buffer: `(buffer, where, scored)`, `where`
     (this device's part) the slot each level now holds (-1: not stored). A level is offered where it is
@@ -197,7 +198,7 @@ def score_and_offer(run: Run, buffer: LevelBuffer, played: Played, params, offer
     (`scores float32[n] -> float32[n]`) a method's own change to the scores (TRACED adds its transition error and
     sums over episodes); `eviction_bonus` (float32[K]) is added to the stored scores where a newcomer's slot is
     chosen (TRACED's co-learnability credit: `level_buffer.offer`)."""
-    scored = score(run, played, buffer, params)
+    scored = score(run, played, buffer, player)
     if rescore is not None:
         scored = scored._replace(scores=rescore(scored.scores))
     n = scored.scores.shape[0]

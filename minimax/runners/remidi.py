@@ -106,7 +106,7 @@ class RemidiRunner(CoinReplayRunner):
                           *self.considered(state), key=k_consistency, group=self.capacity)
         train_state, metrics = train(self, k_upd, state.train_state, played.batch.replace(mask=mask), replay)
         leaves = mask.any(0)  # the trajectory leaves the earlier levels somewhere: a level worth storing
-        buffer, where, scored = score_and_offer(self, buffer, played, params, replay | (~played.repeat & leaves))
+        buffer, where, scored = score_and_offer(self, buffer, played, state.train_state, replay | (~played.repeat & leaves))
         training_set = mark_stored(self, state.training_set, seeds, jnp.where(replay, -1, where))
         metrics.update(played_groups(self, replay, played, scored))
         covered = jnp.where(replay, 0, (~leaves).sum())  # new levels not stored: the earlier stages cover them

@@ -44,7 +44,7 @@ class RobustPLRRunner(CoinReplayRunner):
         trains = self.trains_on(replay)
         train_state, metrics = train(self, k_upd, state.train_state, played.batch, trains)
         # Replays of one slot are merged by the buffer (`--replay-merge`); a repeated new level is not offered.
-        buffer, where, scored = score_and_offer(self, buffer, played, params, replay | ~played.repeat)
+        buffer, where, scored = score_and_offer(self, buffer, played, state.train_state, replay | ~played.repeat)
         training_set = mark_stored(self, state.training_set, seeds, jnp.where(replay, -1, where))
         metrics.update(played_groups(self, replay, played, scored))
         return finish(self, state, train_state, buffer, training_set, key, metrics, played.rollout, replay, trains,

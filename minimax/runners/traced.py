@@ -141,7 +141,7 @@ class TracedRunner(CoinReplayRunner):
         return transform_weights(state.buffer.scores + state.ledger.bonus, state.buffer.filled, bc.score_transform,
                                  bc.temperature, bc.eps, bc.top_k, bc.rank_ties)
 
-    def scored_offer(self, buffer, model, ledger, played, params, offered, mutations=None):
+    def scored_offer(self, buffer, model, ledger, played, player, offered, mutations=None):
         """Score `played` (PVL + coef x ATPL), step the transition model, offer, and keep the ledger."""
         x, a, reset, dones = self._inputs(played.rollout)
         model, atpl, _, loss = score_and_step(model, self._model(x.shape[-1]), x, a, reset, dones,
@@ -149,7 +149,7 @@ class TracedRunner(CoinReplayRunner):
         before = buffer.scores
         length = completed_episode_length(dones) if self.traced.traced_score_sums else 1.0
         buffer, where, scored = score_and_offer(
-            self, buffer, played, params, offered, mutations,
+            self, buffer, played, player, offered, mutations,
             rescore=lambda pvl: (pvl + self.traced.traced_transition_coef * atpl) * length,
             eviction_bonus=ledger.bonus)
         previous = jnp.where(played.slots >= 0, before[jnp.maximum(played.slots, 0)], scored.scores)
@@ -169,7 +169,7 @@ class TracedRunner(CoinReplayRunner):
         played = play(self, k_roll, params, buffer, levels, replayed=idx)
         train_state, metrics = train(self, k_upd, state.train_state, played.batch, replay)
         buffer, model, ledger, where, scored, model_metrics = self.scored_offer(
-            buffer, state.model, state.ledger, played, params, replay | ~played.repeat)
+            buffer, state.model, state.ledger, played, state.train_state, replay | ~played.repeat)
         bonus, last_period, changed = credit_colearnability(ledger.bonus, ledger.changed, ledger.previous,
                                                             buffer.scores, ledger.last_period,
                                                             tc.traced_colearnability_coef, replay)
@@ -182,7 +182,7 @@ class TracedRunner(CoinReplayRunner):
             buffer, model, ledger = carry
             kids, mutations = play_children(self, k_mutation, buffer, levels, idx, scored, train_state.params)
             buffer, model, ledger, _, kid_scores, _ = self.scored_offer(buffer, model, ledger, kids,
-                                                                        train_state.params, ~kids.repeat, mutations)
+                                                                        train_state, ~kids.repeat, mutations)
             return (buffer, model, ledger), group_metrics(self, "mutated", kids, kid_scores)
 
         (buffer, model, ledger), mutated = cond_or_zeros(replay, mutate_and_play, (buffer, model, ledger))
