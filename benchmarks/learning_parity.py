@@ -39,6 +39,11 @@ files, or a glob; several files are merged, e.g. one per seed) come in one of th
   * per-window CSV: columns update, seed, return, solved, where `update` is the last update
     of a window of `--window` updates (a multiple of it) and return / solved are that seed's
     mean over the training episodes that ended in the window (used as they are).
+  * (PLR family) per-cycle lines: ours (`ours_curriculum.jsonl`), the release driver's
+    (`benchmarks/reference/release_plr_driver.py`) raw or converted (`curriculum_parity.py`); with
+    `--group new|replay|mutated` only the episodes on that group's levels count (ours then read from
+    `ours_curriculum.jsonl`; the report is `parity_<group>.md` / `.png`): the new levels' episodes are
+    the policy on fresh levels of the generator, the replayed ones the curriculum's.
 A log file may have a timing sidecar, the same path with `.json` (`{"chunks": [{"updates": n,
 "seconds": s, "cpu_seconds": c, "compile": bool}]}`); its median seconds per update (chunks
 marked `compile` left out) are listed in parity.md.
@@ -366,7 +371,31 @@ def _records(path: Path) -> list[dict]:
         raise ParityError(f"cannot read {path}: {e}") from None
 
 
-def read_source(name: str, path: str, window: int) -> Source:
+ALL_EPISODES = (("episode_return_sum", "episode_solved_sum", "episodes"),  # ours_curriculum.jsonl
+                ("ep_return_sum", "ep_n_solved", "ep_n"),  # the release's per-cycle driver, raw
+                ("release/ep_return_sum", "release/ep_n_solved", "release/ep_n"))  # the same, converted
+
+
+def cycle_sums(r: dict, group: str):
+    """`(return_sum, solved_sum, episodes)` of a PLR-family per-cycle line: of the episodes that ended on `group`'s
+    levels (`new`, `replay`, `mutated`), or on any (`all`). Lines: ours (`ours_curriculum.jsonl`), the release
+    driver's raw ones (`benchmarks/reference/release_plr_driver.py`) and their converted form
+    (`curriculum_parity.py: from_release_driver`). A cycle without that group's levels counts zero episodes;
+    None: no such line."""
+    if group == "all":
+        fields = next((f for f in ALL_EPISODES if f[2] in r), None)
+        return None if fields is None else tuple(float(r[k]) for k in fields)
+    if "ep_n" in r:
+        n = r.get(f"ep_{group}_n") or 0
+        return (float(r[f"ep_{group}_return_sum"]), float(r[f"ep_{group}_n_solved"]), float(n)) if n else (0.0, 0.0, 0.0)
+    if not any(k.startswith(("new/", "replay/", "mutated/")) for k in r):
+        return None
+    n = r.get(f"{group}/return_count") or 0
+    return (float(r[f"{group}/return_sum"]), float(r[f"{group}/solved_rate_sum"]), float(n)) if n else (0.0, 0.0, 0.0)
+
+
+def read_source(name: str, path: str, window: int, group: str = "all") -> Source:
+    """One log's rows (`group`: PLR-family per-cycle lines' episodes on that group's levels only; `cycle_sums`)."""
     src = Source(name)
     for file in _files(path):
         records = _records(file)
@@ -378,7 +407,12 @@ def read_source(name: str, path: str, window: int) -> Source:
                 if r.get("seed") == "mean":
                     continue  # a multi-seed minimax run's across-seed row
                 update, seed = int(float(r["update"])), int(float(r["seed"]))
-                if {"train/return", "train/solved_rate", "episodes"} <= r.keys():
+                sums = cycle_sums(r, group) if group != "all" or "return_sum" not in r else None
+                if sums is not None:
+                    src.updates.setdefault(seed, {})[update] = sums
+                elif group != "all":
+                    raise KeyError(f"{group}/return_sum (a PLR-family per-cycle line, --group {group})")
+                elif {"train/return", "train/solved_rate", "episodes"} <= r.keys():
                     eps = float(r["episodes"])
                     src.chunks.setdefault(seed, {})[update] = (
                         float(r["train/return"]) * eps, float(r["train/solved_rate"]) * eps, eps)
@@ -540,16 +574,16 @@ def plot(results: dict, window: int, path: Path) -> None:
 
 def report(args, out: Path) -> str:
     sources = []
-    ours_csv = out / "ours.csv"
+    ours_csv = out / ("ours.csv" if args.group == "all" else "ours_curriculum.jsonl")
     if ours_csv.exists():
-        sources.append(read_source("ours", str(ours_csv), args.window))
+        sources.append(read_source("ours", str(ours_csv), args.window, args.group))
     for ref in args.reference:
         if "=" not in ref:
             raise ParityError(f"--reference expects NAME=PATH, got {ref!r}")
         name, path = ref.split("=", 1)
         if not name or name in [s.name for s in sources]:
             raise ParityError(f"--reference {ref}: the name must be new and non-empty")
-        sources.append(read_source(name, path, args.window))
+        sources.append(read_source(name, path, args.window, args.group))
     if not sources:
         raise ParityError(f"nothing to report: no {ours_csv} and no --reference")
     # Windows up to --updates only (a longer reference run, e.g. a 1,600-update Table 2 run, is cut).
@@ -576,6 +610,7 @@ def report(args, out: Path) -> str:
     else:
         lines += [f"- machine (report only): {cpu_name()}; {jax_versions()}"]
     lines += [f"- references: {', '.join(args.reference) if args.reference else 'none'}",
+              f"- episodes: {'every training episode' if args.group == 'all' else f'those on {args.group} levels'}",
               f"- windows of {args.window} updates; per seed: training episodes that ended in the window "
               f"(return sum / episodes, solved / episodes); across seeds: mean ± half-width of the Student-t "
               f"95% CI; n: seeds with a complete window", "", table, ""]
@@ -592,8 +627,9 @@ def report(args, out: Path) -> str:
     if diff:
         lines += ["CI overlap (a rough check, not a test):", "", *diff, ""]
     text = "\n".join(lines)
-    (out / "parity.md").write_text(text)
-    plot(results, args.window, out / "parity.png")
+    suffix = "" if args.group == "all" else f"_{args.group}"
+    (out / f"parity{suffix}.md").write_text(text)
+    plot(results, args.window, out / f"parity{suffix}.png")
     return table + ("\n\n" + "\n".join(diff) if diff else "")
 
 
@@ -618,6 +654,9 @@ def parse_args(argv=None):
                    help="override TrainConfig fields, e.g. --set num_envs=4 num_steps=16 (tiny smoke runs)")
     p.add_argument("--reference", action="append", default=[], metavar="NAME=PATH",
                    help="a reference log to compare (repeatable); formats above")
+    p.add_argument("--group", choices=("all", "new", "replay", "mutated"), default="all",
+                   help="PLR family: report the episodes on this group's levels only, from per-cycle lines (ours: "
+                   "ours_curriculum.jsonl; the release driver's); default all, every training episode")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     p.add_argument("--overwrite", action="store_true", help="discard an existing run in --out")
     p.add_argument("--report-only", action="store_true", help="no training: rebuild parity.md / .png from the logs")
@@ -641,7 +680,8 @@ def main(argv=None) -> None:
         if not args.report_only:
             train(args, out)
         print(report(args, out))
-        print(f"\nwrote {out / 'parity.md'} and {out / 'parity.png'}")
+        suffix = "" if args.group == "all" else f"_{args.group}"
+        print(f"\nwrote {out / f'parity{suffix}.md'} and {out / f'parity{suffix}.png'}")
     except ParityError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
