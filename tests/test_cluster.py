@@ -41,7 +41,7 @@ def error_line(capsys) -> str:
 @pytest.mark.parametrize("command", ["sweep", "reproduce"])
 @pytest.mark.parametrize("args, message", [
     (["--executor", "pbs"], "--executor must be one of in-process, local, slurm, got 'pbs'"),
-    (["--executor", "local", "--slurm-time", "-5"], "--slurm-time must be >= 1 minutes, got -5"),
+    (["--executor", "local", "--slurm-time", "-5"], "--slurm-time must be >= 3 minutes (SLURM signals a job 90 s"),
     (["--executor", "slurm", "--slurm-array-parallelism", "0"], "--slurm-array-parallelism must be >= 1, got 0"),
     (["--executor", "slurm"], "--executor slurm: no sbatch on PATH"),
     (["--executor", "local", "--slurm-partition", "gpu"], "--slurm-partition is an option of --executor slurm"),

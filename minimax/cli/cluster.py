@@ -48,6 +48,8 @@ from minimax.core.versions import RECORD, cpu_model
 
 EXECUTORS = ("in-process", "local", "slurm")
 STOPPED = 128 + signal.SIGTERM  # train.py's exit status after a SIGTERM: a checkpoint is saved
+STOPPED_STATUSES = {STOPPED, 128 + signal.SIGUSR2}
+"""train.py's exit statuses after a cluster's stop signal (`training/stop_signals.py`): the chunk in flight saved."""
 LOCAL_TIMEOUT_MIN = 60 * 24 * 365  # the local executor's jobs have no time limit to speak of
 
 
@@ -86,6 +88,17 @@ class ClusterConfig:
     """sbatch --qos (empty: your default)."""
     slurm_setup: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
     """A shell line each job runs before training (module load ..., source venv/bin/activate); repeatable."""
+    slurm_cpus_per_task: int = 0
+    """CPUs of each task (sbatch --cpus-per-task; 0: the cluster's default, often one, which XLA's compiler and
+    the environments then share)."""
+    slurm_mem: str = ""
+    """Memory of each node of a job (sbatch --mem: 16G, 64000M; empty: the cluster's default)."""
+    slurm_additional: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
+    """Any other sbatch option as KEY=VALUE (constraint=a100, exclude=node3, mail_type=END; a bare KEY for a flag:
+    requeue); repeatable."""
+    job_max_requeues: int = 3
+    """Times a run whose job a scheduler stopped (pre-emption or time limit: train.py saved the chunk in flight)
+    goes back: requeued by submitit at a SLURM time limit, resubmitted by a command that waits after a SIGTERM."""
 
     @property
     def jobs(self) -> bool:
@@ -136,11 +149,18 @@ def check_cluster(c: ClusterConfig) -> None:
     """Every cluster option checked before anything is submitted: one `ClusterError` line naming the bad one."""
     if c.executor not in EXECUTORS:
         raise ClusterError(f"--executor must be one of {', '.join(EXECUTORS)}, got {c.executor!r}")
-    for name, low in (("slurm_time", 1), ("slurm_gpus_per_job", 0), ("slurm_nodes", 1),
-                      ("slurm_array_parallelism", 1), ("job_tasks_per_node", 1)):
+    for name, low in (("slurm_time", 3), ("slurm_gpus_per_job", 0), ("slurm_nodes", 1),
+                      ("slurm_array_parallelism", 1), ("job_tasks_per_node", 1), ("slurm_cpus_per_task", 0),
+                      ("job_max_requeues", 0)):
         if getattr(c, name) < low:
-            unit = " minutes" if name == "slurm_time" else ""
+            unit = (" minutes (SLURM signals a job 90 s before its time limit, for its checkpoint)"
+                    if name == "slurm_time" else "")
             raise ClusterError(f"{flag(name)} must be >= {low}{unit}, got {getattr(c, name)}")
+    for item in c.slurm_additional:
+        key = item.partition("=")[0]
+        if not key or not key.replace("_", "").replace("-", "").isalnum():
+            raise ClusterError(f"--slurm-additional takes KEY=VALUE (an sbatch option: constraint=a100) or a bare KEY, "
+                               f"got {item!r}")
     defaults = ClusterConfig()
     if c.executor != "slurm":
         given = [flag(n) for n in SLURM_ONLY if getattr(c, n) != getattr(defaults, n)]
@@ -160,8 +180,8 @@ def check_cluster(c: ClusterConfig) -> None:
                            f"local runs the same jobs on this machine)")
 
 
-def make_executor(c: ClusterConfig, folder: Path):
-    """The submitit executor of `c`, its logs in `folder/<job id>/`."""
+def make_executor(c: ClusterConfig, folder: Path, name: str = "minimax"):
+    """The submitit executor of `c`, its logs in `folder/<job id>/`, its SLURM jobs named `name`."""
     import submitit  # noqa: PLC0415
 
     logs = str(folder / "%j")
@@ -169,13 +189,17 @@ def make_executor(c: ClusterConfig, folder: Path):
         executor = submitit.LocalExecutor(logs)
         executor.update_parameters(timeout_min=LOCAL_TIMEOUT_MIN, tasks_per_node=c.job_tasks_per_node)
         return executor
-    executor = submitit.SlurmExecutor(logs)
+    executor = submitit.SlurmExecutor(logs, max_num_timeout=c.job_max_requeues)
     params = dict(time=c.slurm_time, nodes=c.slurm_nodes, ntasks_per_node=c.job_tasks_per_node,
-                  array_parallelism=c.slurm_array_parallelism, setup=list(c.slurm_setup), job_name="minimax")
+                  array_parallelism=c.slurm_array_parallelism, setup=list(c.slurm_setup), job_name=name)
     if c.slurm_gpus_per_job:
         params["gpus_per_node"] = c.slurm_gpus_per_job // c.slurm_nodes
     params.update({k: v for k, v in (("partition", c.slurm_partition), ("account", c.slurm_account),
-                                     ("qos", c.slurm_qos)) if v})
+                                     ("qos", c.slurm_qos), ("cpus_per_task", c.slurm_cpus_per_task),
+                                     ("mem", c.slurm_mem)) if v})
+    additional = dict(item.partition("=")[::2] for item in c.slurm_additional)
+    if additional:
+        params["additional_parameters"] = {k.replace("-", "_"): v or True for k, v in additional.items()}
     executor.update_parameters(**params)
     return executor
 
@@ -211,12 +235,14 @@ def _die_with_parent() -> None:  # pragma: no cover (runs in the child between f
 
 
 def updates_done(run_dir: Path) -> int:
-    """The update of the run's newest checkpoint (0: none yet)."""
-    from minimax.training.checkpoint import Checkpointer  # noqa: PLC0415
-
-    if not (Path(run_dir) / "checkpoints").is_dir():
+    """The update of the run's newest checkpoint (0: none yet), read from the directory's names as Orbax lists its
+    steps (a finished checkpoint is the directory `<step>`; one being written has a temporary name). Without
+    JAX: the job's own process and the submitting command never start a backend (on a GPU node that would hold
+    a CUDA context on every GPU the run's own process needs)."""
+    folder = Path(run_dir) / "checkpoints"
+    if not folder.is_dir():
         return 0
-    return Checkpointer(Path(run_dir) / "checkpoints").latest_step() or 0
+    return max((int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit()), default=0)
 
 
 @dataclasses.dataclass
@@ -255,7 +281,11 @@ class TrainJob:
             if callable(submitit_handler):
                 submitit_handler(signum, frame)
 
+        def forward_stop(signum, frame):  # SLURM's SIGTERM (pre-emption, time limit, scancel --signal=TERM)
+            self._ask_child_to_stop()  # train.py saves; the command that waits resubmits the run (cluster_runs)
+
         signal.signal(usr, forward)
+        signal.signal(signal.SIGTERM, forward_stop)
         session = {"start": time.time(), "host": socket.gethostname(), "job_id": env.job_id, "task": env.global_rank,
                    "pid": os.getpid(), "train_pid": self._child.pid, "args": args}
         self._record(session)
@@ -266,7 +296,7 @@ class TrainJob:
             self._stop_child()
             status = self._child.returncode
             self._record({**session, "end": time.time(), "exit": status, **self._machine()})
-        if status == 0 or (status == STOPPED and env.global_rank != 0):
+        if status == 0 or status in STOPPED_STATUSES:  # stopped by a signal after saving: resumable, not a failure
             return status
         raise RuntimeError(f"train.py {' '.join(args)} exited with status {status}: see this job's log")
 

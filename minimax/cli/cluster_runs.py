@@ -7,8 +7,11 @@ for it. A rerun of the same command asks the scheduler about each run's job and
 - submits a job for every other run (never started, or its job died: the job resumes from the run's
   newest checkpoint).
 A run whose job, waited on, ended before the run finished gets one more job in the same command; a
-job this command submitted that ends unfinished is reported, not resubmitted (a run that fails the
-same way again should be looked at: its log is named). `--status` prints the same facts as a table.
+run whose job a scheduler stopped with a signal (pre-emption, a time limit: its train.py saved the chunk in
+flight and exited 128 + the signal) is submitted again, up to `--job-max-requeues` times; any other job
+this command submitted that ends unfinished is reported, not resubmitted (a run that fails the same way
+again should be looked at: its log is named). `--status` prints the same facts as a table, each job's
+state read from `sacct` at that moment.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 from minimax.core.files import write_atomically
-from minimax.cli.cluster import ClusterConfig, ClusterError, TrainJob, make_executor, read_sessions, updates_done
+from minimax.cli.cluster import (STOPPED_STATUSES, ClusterConfig, ClusterError, TrainJob, make_executor, read_sessions,
+                                 updates_done)
 
 ACTIVE = {"RUNNING", "PENDING", "REQUEUED", "CONFIGURING", "COMPLETING", "RESIZING", "SUSPENDED", "REQUEUE_HOLD",
           "REQUEUE_FED", "STAGE_OUT", "SIGNALING"}
@@ -85,33 +90,36 @@ def _local_alive(pid: int, folder: Path) -> bool:
     return b"submitit" in line and str(folder).encode() in line
 
 
+def sacct_states(job_ids: list[str]) -> dict[str, str]:
+    """`{job id: state}` of SLURM jobs (array tasks as `<array>_<index>`, a pending range expanded), from one
+    `sacct` call, asked afresh every time: submitit's watcher stops asking about a job once it counts it done, and
+    it counts CONFIGURING or SUSPENDED as done, so a job seen once so would keep that state for good."""
+    from submitit.slurm.slurm import SlurmInfoWatcher  # noqa: PLC0415  (its parser of sacct's output only)
+
+    arrays = sorted({j.split("_")[0] for j in job_ids})
+    command = ["sacct", "-o", "JobID,State,NodeList", "--parsable2", *[a for j in arrays for a in ("-j", j)]]
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise ClusterError(f"sacct did not answer ({e}): is SLURM's accounting (slurmdbd) up?") from None
+    if out.returncode != 0:
+        raise ClusterError(f"sacct failed (status {out.returncode}): {' '.join(out.stderr.split())}")
+    return {job: info.get("State", "UNKNOWN") for job, info in SlurmInfoWatcher().read_info(out.stdout).items()}
+
+
 class Scheduler:
     """The scheduler's word on the jobs of one command, each asked by the executor that ran it: the local
     executor's by their process (this command's through their handles), SLURM's from one `sacct` call per
-    look for all of them (`refresh`: submitit's watcher, emptied first so every command asks afresh)."""
+    look for all of them (`refresh`, `sacct_states`)."""
 
     def __init__(self, cluster: ClusterConfig, folder: Path):
-        self.cluster, self.folder, self.handles, self._watcher = cluster, Path(folder), {}, None
-
-    @property
-    def watcher(self):
-        if self._watcher is None:
-            import submitit  # noqa: PLC0415
-
-            self._watcher = submitit.SlurmJob.watcher
-            self._watcher.clear()
-        return self._watcher
+        self.cluster, self.folder, self.handles, self._slurm = cluster, Path(folder), {}, {}
 
     def refresh(self, records: list) -> None:
         """Ask SLURM about its jobs among these, once for all of them."""
-        slurm = [r for r in records if r is not None and r["executor"] == "slurm"]
+        slurm = [r["job_id"] for r in records if r is not None and r["executor"] == "slurm"]
         if slurm:
-            import submitit  # noqa: PLC0415
-
-            for r in slurm:
-                if r["job_id"] not in self.handles:
-                    submitit.SlurmJob(str(self.folder / "%j"), r["job_id"])  # registers it with the watcher
-            self.watcher.update()
+            self._slurm = sacct_states(slurm)
 
     def state(self, record: dict | None) -> str:
         """The job's state as of the last `refresh` ("-": no job)."""
@@ -122,7 +130,7 @@ class Scheduler:
             if handle is not None:
                 return handle.state
             return "RUNNING" if _local_alive(int(record["job_id"]), self.folder) else "ENDED"
-        state = self.watcher.get_state(record["job_id"], mode="cache")
+        state = self._slurm.get(record["job_id"], "UNKNOWN")
         if state == "UNKNOWN":
             if handle is not None:  # a job of this command that sacct has not seen yet is on its way
                 return "PENDING"
@@ -134,7 +142,8 @@ class Scheduler:
     def submit(self, runs: list[PlannedRun], book: JobBook) -> None:
         if not runs:
             return
-        executor = make_executor(self.cluster, self.folder)
+        name = "minimax-" + (runs[0].name if len(runs) == 1 else self.folder.parent.name)  # squeue's NAME column
+        executor = make_executor(self.cluster, self.folder, name)
         try:
             if self.cluster.executor == "slurm":
                 with executor.batch():  # one job array
@@ -182,7 +191,21 @@ def run_jobs(runs: list[PlannedRun], cluster: ClusterConfig, folder: Path) -> li
     again = [r for r in running if updates_done(r.run_dir) < r.target]  # an earlier command's job that died
     scheduler.submit(again, book)
     scheduler.wait([book.jobs[r.name] for r in again])
+    for _ in range(cluster.job_max_requeues):  # pre-empted or timed out, after saving: back in the queue
+        stopped = [r for r in todo if updates_done(r.run_dir) < r.target and stopped_by_signal(r)]
+        if not stopped:
+            break
+        print(f"cluster: {', '.join(r.name for r in stopped)}: stopped by the scheduler's signal after saving; "
+              "submitting again", file=sys.stderr)
+        scheduler.submit(stopped, book)
+        scheduler.wait([book.jobs[r.name] for r in stopped])
     return [r.name for r in todo if updates_done(r.run_dir) < r.target]
+
+
+def stopped_by_signal(run: PlannedRun) -> bool:
+    """Whether the run's last job ended because a scheduler's signal stopped its train.py, which saved first."""
+    ended = [s for s in read_sessions(Path(run.job.sessions)) if s.get("task", 0) == 0]
+    return bool(ended) and ended[-1].get("exit") in STOPPED_STATUSES
 
 
 def unfinished_message(names: list[str], runs: list[PlannedRun], folder: Path) -> str:

@@ -46,8 +46,31 @@ def initialize_distributed(coordinator_address: str = "", num_processes: int = 0
     if jax.distributed.is_initialized():
         return True
     # (On CPU, cross-process collectives use gloo, JAX's default.)
-    jax.distributed.initialize(coordinator_address=address, num_processes=n, process_id=pid)
+    ids = node_devices(dict(os.environ))
+    jax.distributed.initialize(coordinator_address=address, num_processes=n, process_id=pid,
+                               **({} if ids is None else {"local_device_ids": ids}))
     return True
+
+
+def node_devices(env: dict, nvidia: str = "/proc/driver/nvidia/gpus") -> list[int] | None:
+    """The accelerators a task of a SLURM job uses: every GPU of its node when it is the node's only task (what
+    docs/scale.md lays out), None otherwise (JAX's own choice: one device per task, `[SLURM_LOCALID]`).
+
+    Why: with any argument of `jax.distributed.initialize` left None, JAX reads SLURM's variables and sets the
+    task's devices to `[SLURM_LOCALID]`, i.e. one GPU per task: with one task per node, a run on 2 nodes of 8 GPUs
+    would train on 2 of them without a word. The node's GPUs are those SLURM made visible (`CUDA_VISIBLE_DEVICES`)
+    or, without that variable, those the driver lists."""
+    if "SLURM_JOB_ID" not in env:
+        return None
+    per_node = env.get("SLURM_NTASKS_PER_NODE") or env.get("SLURM_TASKS_PER_NODE", "").split("(")[0]
+    if per_node.split(",")[0].strip() != "1":
+        return None
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        count = len([d for d in visible.split(",") if d.strip()])
+    else:
+        count = len(os.listdir(nvidia)) if os.path.isdir(nvidia) else 0
+    return list(range(count)) if count else None
 
 
 @dataclass(frozen=True)

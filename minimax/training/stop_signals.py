@@ -1,14 +1,19 @@
-"""Stop signals (SIGTERM from a cluster's pre-emption, SIGINT from Ctrl-C) end a run cleanly.
+"""Stop signals (SIGTERM or SIGUSR2 from a cluster's pre-emption or time limit, SIGINT from Ctrl-C) end a run
+cleanly.
 
 The first signal only raises a flag: the training loop finishes the chunk in flight, logs it,
 writes a checkpoint and stops (`RunStopped`; the command line exits with 128 + the signal's
-number, 143 for SIGTERM and 130 for SIGINT, as a shell reports a process the signal killed).
-The chunk in flight is saved, not lost. Once the first signal has been seen, the default
-action is back, so a second one stops the process at once, at C level, wherever it is (a
-checkpoint write included: Orbax renames a checkpoint into place only when complete, so what
-is on disk stays intact, and `--resume` drops the logs past the last checkpoint). A first
-signal that arrives during a compile is seen when the compile returns (Python cannot run a
-handler inside one), and a second signal in that same compile is merged with it.
+number, 143 for SIGTERM, 140 for SIGUSR2 and 130 for SIGINT, as a shell reports a process the
+signal killed). The chunk in flight is saved, not lost. Once the first signal has been seen,
+Ctrl-C's default action is back, so a second SIGINT stops the process at once, at C level,
+wherever it is (a checkpoint write included: Orbax renames a checkpoint into place only when
+complete, so what is on disk stays intact, and `--resume` drops the logs past the last
+checkpoint). A repeated SIGTERM or SIGUSR2 is merged with the first: SLURM signals every process
+of a job step (this one, and the job's own process, which forwards the signal: `cli/cluster.py`),
+so a cluster's one stop arrives two or three times, and the second must not cut the save short
+(SLURM's SIGKILL follows its KillWait anyway; `kill -9` stops a run at once). A first signal that
+arrives during a compile is seen when the compile returns (Python cannot run a handler inside
+one), and a second signal in that same compile is merged with it.
 
 Python runs signal handlers only between bytecodes, so the loop waits for a chunk by polling
 (`wait_ready`) rather than blocking inside XLA: the first signal is seen at once and the
@@ -24,7 +29,9 @@ import time
 
 import jax
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+CLUSTER_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGUSR2") if hasattr(signal, name))
+"""What a cluster stops a job with (pre-emption, time limit): repeats of them are merged."""
+STOP_SIGNALS = (*CLUSTER_SIGNALS, signal.SIGINT)
 
 
 class RunStopped(Exception):
@@ -58,10 +65,9 @@ class StopSignals:
     def _handle(self, signum, frame) -> None:
         if self.signum is None:
             self.signum = signum
-            for s in STOP_SIGNALS:  # a second signal takes the default action: stop now
-                signal.signal(s, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C takes the default action: stop now
             print(f"\nreceived {signal.Signals(signum).name}: finishing the current chunk, then saving a "
-                  f"checkpoint and stopping (send it again to stop at once)", file=sys.stderr, flush=True)
+                  f"checkpoint and stopping (Ctrl-C to stop at once)", file=sys.stderr, flush=True)
 
     def __enter__(self) -> "StopSignals":
         if self.enabled and threading.current_thread() is threading.main_thread():
