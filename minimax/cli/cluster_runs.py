@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -97,14 +98,30 @@ def sacct_states(job_ids: list[str]) -> dict[str, str]:
     from submitit.slurm.slurm import SlurmInfoWatcher  # noqa: PLC0415  (its parser of sacct's output only)
 
     arrays = sorted({j.split("_")[0] for j in job_ids})
-    command = ["sacct", "-o", "JobID,State,NodeList", "--parsable2", *[a for j in arrays for a in ("-j", j)]]
+    out = _ask(["sacct", "-o", "JobID,State,NodeList", "--parsable2", *[a for j in arrays for a in ("-j", j)]])
+    states = {job: info.get("State", "UNKNOWN") for job, info in SlurmInfoWatcher().read_info(out).items()}
+    missing = sorted({j.split("_")[0] for j in job_ids if j not in states})
+    if missing:  # accounting lags the controller (a job just submitted): squeue knows the live ones
+        out = _ask(["squeue", "-h", "-o", "%i|%T", "-j", ",".join(missing)], quiet=True)
+        live = SlurmInfoWatcher().read_info("JobID|State\n" + out)
+        states.update({job: info.get("State", "UNKNOWN") for job, info in live.items() if job not in states})
+    return states
+
+
+def _ask(command: list[str], quiet: bool = False) -> str:
+    """A SLURM query's output; one that fails is a `ClusterError` in one line (`quiet`: '' instead, for squeue,
+    which fails on a job it no longer knows)."""
     try:
         out = subprocess.run(command, capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as e:
-        raise ClusterError(f"sacct did not answer ({e}): is SLURM's accounting (slurmdbd) up?") from None
+        if quiet:
+            return ""
+        raise ClusterError(f"{command[0]} did not answer ({e}): is SLURM (and its accounting, slurmdbd) up?") from None
     if out.returncode != 0:
-        raise ClusterError(f"sacct failed (status {out.returncode}): {' '.join(out.stderr.split())}")
-    return {job: info.get("State", "UNKNOWN") for job, info in SlurmInfoWatcher().read_info(out.stdout).items()}
+        if quiet:
+            return ""
+        raise ClusterError(f"{command[0]} failed (status {out.returncode}): {' '.join(out.stderr.split())}")
+    return out.stdout
 
 
 class Scheduler:
@@ -203,9 +220,10 @@ def run_jobs(runs: list[PlannedRun], cluster: ClusterConfig, folder: Path) -> li
 
 
 def stopped_by_signal(run: PlannedRun) -> bool:
-    """Whether the run's last job ended because a scheduler's signal stopped its train.py, which saved first."""
+    """Whether the run's last job ended because a scheduler's signal stopped its train.py: saved first (128 + the
+    signal), or killed by the SIGTERM before its handlers were up (then it resumes from its last checkpoint)."""
     ended = [s for s in read_sessions(Path(run.job.sessions)) if s.get("task", 0) == 0]
-    return bool(ended) and ended[-1].get("exit") in STOPPED_STATUSES
+    return bool(ended) and ended[-1].get("exit") in (*STOPPED_STATUSES, -signal.SIGTERM)
 
 
 def unfinished_message(names: list[str], runs: list[PlannedRun], folder: Path) -> str:
