@@ -148,3 +148,10 @@ def test_a_stopped_runs_last_session_tells_the_command_to_submit_it_again(tmp_pa
     with sessions.open("a") as f:
         f.write(json.dumps({"task": 0, "end": 2.0, "exit": -9}) + "\n")  # killed: reported, not resubmitted
     assert not cluster_runs.stopped_by_signal(run)
+
+
+def test_two_commands_on_one_out_dir_keep_each_others_jobs(tmp_path):
+    first, second = cluster_runs.JobBook(tmp_path), cluster_runs.JobBook(tmp_path)  # both read an empty book
+    first.record("a", "11", "slurm")
+    second.record("b", "12", "slurm")  # would have written {"b"} alone over {"a"}
+    assert sorted(json.loads((tmp_path / "jobs.json").read_text())) == ["a", "b"]

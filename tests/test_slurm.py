@@ -118,3 +118,12 @@ def test_a_job_of_two_tasks_joins_over_slurms_variables(tmp_path, jobs_env):
         i = s["args"].index("--coordinator-address")
         assert s["args"][i:i + 6] == ["--coordinator-address", f"{host}:{cluster.coordinator_port(s['job_id'])}",
                                       "--num-processes", "2", "--process-id", str(s["task"])]
+
+
+def test_a_request_the_cluster_cannot_give_is_slurms_refusal_in_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        sweep(["--grid", "lr=3e-3", "--out-dir", str(tmp_path), *SLURM, "--slurm-mem", "99999999M", *TINY])
+    assert exit_.value.code == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith("error: --executor slurm: submitting 1 job(s) failed:"), line
+    assert "Memory specification can not be satisfied" in line

@@ -208,9 +208,10 @@ def make_executor(c: ClusterConfig, folder: Path, name: str = "minimax"):
 
 
 def coordinator_port(job_id: str) -> int:
-    """A port for the run's coordinator, the same in every task of a job and unlikely to be another job's."""
+    """A port for the run's coordinator, the same in every task of a job and unlikely to be another job's: in
+    20000-31999, below Linux's ephemeral range (32768-60999), where a port the kernel lent a client may not sit."""
     digits = "".join(ch for ch in str(job_id) if ch.isdigit()) or "0"
-    return 20000 + int(digits) % 20000
+    return 20000 + int(digits) % 12000
 
 
 def task_arguments(env) -> list[str]:

@@ -64,15 +64,23 @@ def last_return(run_dir: Path) -> float | None:
 
 
 class JobBook:
-    """`<jobs>/jobs.json`: run name -> {job_id, executor, submitted}, written atomically."""
+    """`<jobs>/jobs.json`: run name -> {job_id, executor, submitted}, written atomically. A record is read, merged
+    and written under a lock (`jobs.json.lock`), so two commands on one `--out-dir` keep each other's jobs."""
 
     def __init__(self, folder: Path):
         self.path = Path(folder) / "jobs.json"
-        self.jobs = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self.jobs = self._read()
+
+    def _read(self) -> dict:
+        return json.loads(self.path.read_text()) if self.path.exists() else {}
 
     def record(self, name: str, job_id: str, executor: str) -> None:
-        self.jobs[name] = {"job_id": job_id, "executor": executor, "submitted": time.time()}
-        write_atomically(self.path, json.dumps(self.jobs, indent=2) + "\n")
+        import fcntl  # noqa: PLC0415  (POSIX, as SLURM is)
+
+        with open(self.path.with_name("jobs.json.lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self.jobs = {**self._read(), name: {"job_id": job_id, "executor": executor, "submitted": time.time()}}
+            write_atomically(self.path, json.dumps(self.jobs, indent=2) + "\n")
 
 
 def _local_alive(pid: int, folder: Path) -> bool:

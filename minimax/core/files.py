@@ -8,9 +8,10 @@ from pathlib import Path
 
 def write_atomically(path: Path, data: str | bytes) -> None:
     """Replace `path` with `data` (text or bytes) atomically: a crash leaves the old file or the new one,
-    never half of one."""
+    never half of one. The temporary file is this process's own, so that two processes writing the same file
+    (two commands on one run's bookkeeping) never write into each other's."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     if isinstance(data, bytes):
         tmp.write_bytes(data)
     else:
