@@ -41,13 +41,19 @@ def slurm_cluster():
 
 
 @pytest.fixture
-def jobs_env(monkeypatch):
-    """Jobs (sbatch exports this environment) compile on the CPU into this process's persistent cache."""
+def jobs_env(monkeypatch, tmp_path):
+    """Jobs (sbatch exports this environment) compile on the CPU into this process's persistent cache; every job
+    the test submitted is cancelled when it ends (a failed test leaves no suspended job holding the node)."""
     import jax
 
     monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", jax.config.jax_compilation_cache_dir)
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
     monkeypatch.setattr(cluster_runs, "POLL_S", {"local": 0.5, "slurm": 1.0})
+    yield
+    book = tmp_path / "jobs" / "jobs.json"
+    ids = {j["job_id"].split("_")[0] for j in json.loads(book.read_text()).values()} if book.exists() else set()
+    if ids:
+        subprocess.run(["scancel", *sorted(ids)], capture_output=True)
 
 
 def wait_until(what: str, condition, timeout: float = 600.0):
@@ -65,20 +71,23 @@ def session_started(path: Path):
 
 
 def test_a_sweep_is_one_array_that_outlives_a_preemption_and_a_suspension(tmp_path, capsys, jobs_env):
-    # Three points that train the same thing (the checkpoint cadence changes nothing an update computes): one
-    # pre-empted by SIGTERM as soon as its job starts, one suspended and resumed, one left alone as the reference.
-    args = ["--grid", "checkpoint_every=6,10,60", "--out-dir", str(tmp_path), *SLURM, *TINY,
+    # Four points that train the same thing (the checkpoint cadence changes nothing an update computes): one
+    # pre-empted by SIGTERM as soon as its job starts, one requeued by the scheduler, one suspended and resumed,
+    # one left alone as the reference.
+    args = ["--grid", "checkpoint_every=6,8,10,60", "--out-dir", str(tmp_path), *SLURM, *TINY,
             "--num-updates", "60", "--log-every", "2"]
     sweep([*args, "--no-wait"])
-    names = [f"dr-checkpoint_every={c}-seeds0" for c in (6, 10, 60)]
+    names = [f"dr-checkpoint_every={c}-seeds0" for c in (6, 8, 10, 60)]
     jobs = {n: j["job_id"] for n, j in json.loads((tmp_path / "jobs" / "jobs.json").read_text()).items()}
     array = {j.split("_")[0] for j in jobs.values()}
-    assert len(array) == 1 and sorted(j.split("_")[1] for j in jobs.values()) == ["0", "1", "2"]  # one array
+    assert len(array) == 1 and sorted(j.split("_")[1] for j in jobs.values()) == ["0", "1", "2", "3"]  # one array
     sessions = {n: tmp_path / "jobs" / f"{n}.sessions.jsonl" for n in names}
-    preempted, suspended, reference = names
+    preempted, requeued, suspended, reference = names
 
     wait_until(f"{preempted}'s job to start", lambda: session_started(sessions[preempted]))
     subprocess.run(["scancel", "--signal=TERM", jobs[preempted]], check=True)
+    wait_until(f"{requeued}'s job to start", lambda: session_started(sessions[requeued]))
+    subprocess.run(["scontrol", "requeue", jobs[requeued]], check=True)  # SLURM stops it and queues it again
     wait_until(f"{suspended}'s job to start", lambda: session_started(sessions[suspended]))
     subprocess.run(["scontrol", "suspend", jobs[suspended]], check=True)
     capsys.readouterr()
@@ -93,15 +102,18 @@ def test_a_sweep_is_one_array_that_outlives_a_preemption_and_a_suspension(tmp_pa
     assert f"submitted {preempted} as slurm job" in err or f"{preempted}: stopped by the scheduler's signal" in err
     expected = without_timing(read_rows(tmp_path / reference))
     assert [r["update"] for r in expected] == list(range(2, 61, 2))
-    for name in (preempted, suspended):
+    for name in (preempted, requeued, suspended):
         assert cluster_runs.updates_done(tmp_path / name) == 60
         assert without_timing(read_rows(tmp_path / name)) == expected  # every update once, the same numbers
     first, *rest = [s["exit"] for s in cluster.read_sessions(sessions[preempted])]
     assert first in (*cluster.STOPPED_STATUSES, -15) and rest == [0]
+    first, *rest = [s["exit"] for s in cluster.read_sessions(sessions[requeued])]
+    assert first in (*cluster.STOPPED_STATUSES, -15) and rest == [0]
+    assert len({s["job_id"] for s in cluster.read_sessions(sessions[requeued])}) == 1  # the same job, back again
     assert [s["exit"] for s in cluster.read_sessions(sessions[suspended])] == [0]
     states = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "JobID,State", "-j", array.pop()], capture_output=True,
                             text=True, check=True).stdout.split()
-    assert len(states) == 3, states  # the array's three tasks, each accounted
+    assert len(states) == 4, states  # the array's four tasks, each accounted
 
 
 def test_a_job_of_two_tasks_joins_over_slurms_variables(tmp_path, jobs_env):

@@ -110,7 +110,7 @@ def sacct_states(job_ids: list[str]) -> dict[str, str]:
     states = {job: info.get("State", "UNKNOWN") for job, info in SlurmInfoWatcher().read_info(out).items()}
     missing = sorted({j.split("_")[0] for j in job_ids if j not in states})
     if missing:  # accounting lags the controller (a job just submitted): squeue knows the live ones
-        out = _ask(["squeue", "-h", "-o", "%i|%T", "-j", ",".join(missing)], quiet=True)
+        out = _ask(["squeue", "-h", "-t", "all", "-o", "%i|%T", "-j", ",".join(missing)], quiet=True)
         live = SlurmInfoWatcher().read_info("JobID|State\n" + out)
         states.update({job: info.get("State", "UNKNOWN") for job, info in live.items() if job not in states})
     return states
