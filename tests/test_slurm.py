@@ -1,7 +1,8 @@
 """Issue 74: the cluster path against a running SLURM (`scripts/local_slurm.sh`: one node with accounting), not
 stand-ins: a sweep is one job array; a job pre-empted with SIGTERM saves, is submitted again and ends with the
-rows of an uninterrupted run; a suspended job is reported as such and waited through; a job of two tasks is one
-two-process run joined over SLURM's own variables.
+rows of an uninterrupted run, and so does one the scheduler requeues; a suspended job is reported as such and
+waited through; a job of two tasks is one two-process run joined over SLURM's own variables; `reproduce` trains
+through the executor and tables; a request the cluster cannot give is its refusal in one line.
 
 Skipped where no SLURM answers (`scripts/local_slurm.sh status`), unless `MINIMAX_REQUIRE_SLURM=1` (CI's floor
 leg starts one and sets it): then its absence fails."""
@@ -139,3 +140,22 @@ def test_a_request_the_cluster_cannot_give_is_slurms_refusal_in_one_line(tmp_pat
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert line.startswith("error: --executor slurm: submitting 1 job(s) failed:"), line
     assert "Memory specification can not be satisfied" in line
+
+
+def test_reproduce_trains_its_methods_as_slurm_jobs_and_tables_them(tmp_path, jobs_env):
+    from minimax.cli.reproduce import main as reproduce  # noqa: PLC0415
+
+    sets = ["maze_height=5", "maze_width=5", "n_walls=3", "max_episode_steps=32", "n_actions=3", "recurrent_size=16",
+            "num_envs=8", "num_steps=16", "n_epochs=2", "lr=3e-3", "eval_every=0"]
+    reproduce(["--methods", "dr", "--seeds", "2", "--updates", "4", "--out-dir", str(tmp_path), "--eval-episodes", "2",
+               "--suite", "validation", "--log-every", "2", "--checkpoint-every", "4", "--no-progress", *SLURM,
+               *[a for s in sets for a in ("--set", s)]])
+    doc = json.loads((tmp_path / "results.json").read_text())
+    m = doc["methods"]["dr"]
+    assert (m["status"], m["updates_done"], m["train_sessions"]) == ("done", 4, 1)
+    assert m["hardware"][0]["platform"] == "cpu" and (tmp_path / "table.md").exists()
+    job = json.loads((tmp_path / "jobs" / "jobs.json").read_text())["dr"]
+    assert job["executor"] == "slurm"
+    state = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "State", "-j", job["job_id"]], capture_output=True,
+                           text=True).stdout.split()
+    assert state == ["COMPLETED"], state
