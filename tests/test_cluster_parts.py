@@ -119,10 +119,11 @@ def test_a_job_asks_for_the_cpus_memory_and_any_sbatch_option_given(tmp_path):
     (dict(slurm_additional=("=a100",)), "--slurm-additional takes KEY=VALUE"),
     (dict(slurm_cpus_per_task=-1), "--slurm-cpus-per-task must be >= 0, got -1"),
     (dict(job_max_requeues=-2), "--job-max-requeues must be >= 0, got -2"),
+    (dict(executor="in-process", job_max_requeues=5), "--job-max-requeues is about jobs: give --executor local"),
 ])
 def test_bad_slurm_requests_are_one_line(options, message):
     with pytest.raises(ClusterError) as err:
-        check_cluster(ClusterConfig(executor="in-process" if "job_max" in str(options) else "slurm", **options))
+        check_cluster(ClusterConfig(**{"executor": "slurm", **options}))
     assert message in str(err.value) and "\n" not in str(err.value)
 
 

@@ -166,9 +166,12 @@ def check_cluster(c: ClusterConfig) -> None:
         given = [flag(n) for n in SLURM_ONLY if getattr(c, n) != getattr(defaults, n)]
         if given:
             raise ClusterError(f"{given[0]} is an option of --executor slurm (the executor is {c.executor})")
-    if not c.jobs and (c.job_tasks_per_node != 1 or c.status or not c.wait):
-        name = "--job-tasks-per-node" if c.job_tasks_per_node != 1 else "--status" if c.status else "--no-wait"
-        raise ClusterError(f"{name} is about jobs: give --executor local or --executor slurm")
+    about_jobs = [name for name, given in (("--job-tasks-per-node", c.job_tasks_per_node != 1),
+                                           ("--status", c.status), ("--no-wait", not c.wait),
+                                           ("--job-max-requeues", c.job_max_requeues != defaults.job_max_requeues))
+                  if given]
+    if not c.jobs and about_jobs:
+        raise ClusterError(f"{about_jobs[0]} is about jobs: give --executor local or --executor slurm")
     if c.slurm_gpus_per_job % c.slurm_nodes:
         raise ClusterError(f"--slurm-gpus-per-job ({c.slurm_gpus_per_job}) must be divisible by --slurm-nodes "
                            f"({c.slurm_nodes}): each node gets the same number")
