@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import submitit  # noqa: F401  (imported at collection: its logger keeps the streams it finds at import)
 
 from minimax.cli import cluster_runs
 from minimax.cli.cluster import ClusterConfig, ClusterError, check_cluster, make_executor
@@ -156,3 +157,17 @@ def test_two_commands_on_one_out_dir_keep_each_others_jobs(tmp_path):
     first.record("a", "11", "slurm")
     second.record("b", "12", "slurm")  # would have written {"b"} alone over {"a"}
     assert sorted(json.loads((tmp_path / "jobs.json").read_text())) == ["a", "b"]
+
+
+def test_a_dry_run_prints_the_array_script_and_submits_nothing(tmp_path, capsys, monkeypatch):
+    from minimax.cli.sweep import main as sweep  # noqa: PLC0415
+
+    monkeypatch.setenv("PATH", str(tmp_path / "no-slurm-here"))  # a dry run needs no sbatch
+    sweep(["--grid", "lr=1e-3,3e-3", "--out-dir", str(tmp_path / "out"), "--executor", "slurm", "--dry-run",
+           "--slurm-cpus-per-task", "4", "--num-updates", "10"])
+    shown = capsys.readouterr().out
+    assert "dr-lr=1e-3-seeds0: python -m minimax.cli.train --preset dr --lr 1e-3" in shown
+    for line in ("#SBATCH --array=0-1%2", "#SBATCH --cpus-per-task=4", "#SBATCH --job-name=minimax-out",
+                 "#SBATCH --signal=USR2@90"):
+        assert line in shown, line
+    assert not (tmp_path / "out" / "jobs" / "jobs.json").exists()

@@ -69,6 +69,9 @@ class ClusterConfig:
     (rerun the same command later: it skips finished runs, waits on running ones, resubmits missing ones)."""
     status: bool = False
     """Print each run's state (job id, scheduler state, updates done, last return) and submit nothing."""
+    dry_run: bool = False
+    """Print what would be submitted (each run's train.py arguments; with slurm, the sbatch script of the job array)
+    and submit nothing."""
     job_tasks_per_node: int = 1
     """Processes of one run on each node (executor local or slurm); more than one task in all makes the run
     multi-host (jax.distributed). On GPUs give one task per node: each sees its node's GPUs."""
@@ -168,6 +171,7 @@ def check_cluster(c: ClusterConfig) -> None:
             raise ClusterError(f"{given[0]} is an option of --executor slurm (the executor is {c.executor})")
     about_jobs = [name for name, given in (("--job-tasks-per-node", c.job_tasks_per_node != 1),
                                            ("--status", c.status), ("--no-wait", not c.wait),
+                                           ("--dry-run", c.dry_run),
                                            ("--job-max-requeues", c.job_max_requeues != defaults.job_max_requeues))
                   if given]
     if not c.jobs and about_jobs:
@@ -178,7 +182,7 @@ def check_cluster(c: ClusterConfig) -> None:
     if c.jobs and importlib.util.find_spec("submitit") is None:
         raise ClusterError(f"--executor {c.executor} needs submitit: pip install -e \".[cluster]\"")
     missing = [tool for tool in ("sbatch", "srun") if shutil.which(tool) is None]
-    if c.executor == "slurm" and not c.status and missing:
+    if c.executor == "slurm" and not (c.status or c.dry_run) and missing:
         raise ClusterError(f"--executor slurm: no {missing[0]} on PATH (submit from a SLURM login node; --executor "
                            f"local runs the same jobs on this machine)")
 
@@ -193,6 +197,12 @@ def make_executor(c: ClusterConfig, folder: Path, name: str = "minimax"):
         executor.update_parameters(timeout_min=LOCAL_TIMEOUT_MIN, tasks_per_node=c.job_tasks_per_node)
         return executor
     executor = submitit.SlurmExecutor(logs, max_num_timeout=c.job_max_requeues)
+    executor.update_parameters(**slurm_parameters(c, name))
+    return executor
+
+
+def slurm_parameters(c: ClusterConfig, name: str) -> dict:
+    """submitit's SlurmExecutor parameters (its sbatch options) for `c`'s jobs named `name`."""
     params = dict(time=c.slurm_time, nodes=c.slurm_nodes, ntasks_per_node=c.job_tasks_per_node,
                   array_parallelism=c.slurm_array_parallelism, setup=list(c.slurm_setup), job_name=name)
     if c.slurm_gpus_per_job:
@@ -203,8 +213,7 @@ def make_executor(c: ClusterConfig, folder: Path, name: str = "minimax"):
     additional = dict(item.partition("=")[::2] for item in c.slurm_additional)
     if additional:
         params["additional_parameters"] = {k.replace("-", "_"): v or True for k, v in additional.items()}
-    executor.update_parameters(**params)
-    return executor
+    return params
 
 
 # --------------------------------------------------------------------------- inside a job

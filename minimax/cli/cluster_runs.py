@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from minimax.core.files import write_atomically
 from minimax.cli.cluster import (STOPPED_STATUSES, ClusterConfig, ClusterError, TrainJob, make_executor, read_sessions,
-                                 updates_done)
+                                 slurm_parameters, updates_done)
 
 ACTIVE = {"RUNNING", "PENDING", "REQUEUED", "CONFIGURING", "COMPLETING", "RESIZING", "SUSPENDED", "REQUEUE_HOLD",
           "REQUEUE_FED", "STAGE_OUT", "SIGNALING"}
@@ -225,6 +226,20 @@ def run_jobs(runs: list[PlannedRun], cluster: ClusterConfig, folder: Path) -> li
         scheduler.submit(stopped, book)
         scheduler.wait([book.jobs[r.name] for r in stopped])
     return [r.name for r in todo if updates_done(r.run_dir) < r.target]
+
+
+def dry_run_text(runs: list[PlannedRun], cluster: ClusterConfig, folder: Path) -> str:
+    """What `--dry-run` prints: each run's `train.py` arguments as its next job would start it and, for SLURM, the
+    sbatch script submitit would submit for them (one array when several), written by submitit itself."""
+    lines = [f"{r.name}: python -m minimax.cli.train {shlex.join(r.job.arguments())}" for r in runs]
+    if cluster.executor == "slurm" and runs:  # no SlurmExecutor: it refuses to exist where srun is not
+        from submitit.slurm.slurm import _make_sbatch_string  # noqa: PLC0415  (what SlurmExecutor writes)
+
+        name = "minimax-" + (runs[0].name if len(runs) == 1 else folder.parent.name)
+        command = " ".join([shlex.quote(sys.executable), "-u -m submitit.core._submit", shlex.quote(str(folder / "%j"))])
+        lines += ["", _make_sbatch_string(command=command, folder=folder / "%j", **slurm_parameters(cluster, name),
+                                          map_count=len(runs) if len(runs) > 1 else None)]
+    return "\n".join(lines)
 
 
 def stopped_by_signal(run: PlannedRun) -> bool:

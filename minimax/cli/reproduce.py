@@ -302,10 +302,11 @@ class Reproduction:
             from minimax.cli.reproduce_jobs import train_in_jobs  # noqa: PLC0415
 
             if not train_in_jobs(self):
-                if not self.rc.cluster.status:
+                shown = self.rc.cluster.status or self.rc.cluster.dry_run
+                if not shown:
                     print("the jobs are submitted; rerun the same command to wait on them and evaluate (--status: "
                           "where each stands)", file=sys.stderr)
-                return self.rc.cluster.status
+                return shown
         try:
             for method in self.methods:
                 self.train_method(method)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from minimax.cli.cluster import TrainJob, read_sessions
-from minimax.cli.cluster_runs import PlannedRun, run_jobs, status_rows, status_table, unfinished_message
+from minimax.cli.cluster_runs import PlannedRun, dry_run_text, run_jobs, status_rows, status_table, unfinished_message
 from minimax.cli.reproduce_state import ReproduceError, job_hardware, note_hardware
 
 
@@ -54,6 +54,9 @@ def train_in_jobs(repro) -> bool:
     runs = [planned_run(repro, m) for m in repro.methods]
     if cluster.status:
         print(status_table(status_rows(runs, cluster, folder)))
+        return False
+    if cluster.dry_run:
+        print(dry_run_text(runs, cluster, folder))
         return False
     fresh = {r.name for r in runs if repro.trained_updates(repro.configs[r.name]) == 0}
     for r in runs:  # sessions of an abandoned fresh start do not count

@@ -32,7 +32,8 @@ import sys
 from pathlib import Path
 
 from minimax.cli.cluster import TrainJob, add_arguments, check_cluster, from_arguments
-from minimax.cli.cluster_runs import PlannedRun, run_jobs, status_rows, status_table, unfinished_message
+from minimax.cli.cluster_runs import (PlannedRun, dry_run_text, run_jobs, status_rows, status_table,
+                                      unfinished_message)
 from minimax.cli.sweep_collect import collect
 from minimax.config import ConfigError, TrainConfig
 from minimax.config.plugins import PLUGINS, load, restore
@@ -222,6 +223,9 @@ def train_in_jobs(runs, configs, passthrough, cluster, out_dir: Path) -> None:
                           cfg.num_updates) for command, cfg in zip(runs, configs)]
     if cluster.status:
         print(status_table(status_rows(planned, cluster, folder)))
+        return
+    if cluster.dry_run:
+        print(dry_run_text(planned, cluster, folder))
         return
     unfinished = run_jobs(planned, cluster, folder)
     if unfinished and cluster.wait:
