@@ -133,13 +133,24 @@ def test_a_job_of_two_tasks_joins_over_slurms_variables(tmp_path, jobs_env):
                                       "--num-processes", "2", "--process-id", str(s["task"])]
 
 
-def test_a_request_the_cluster_cannot_give_is_slurms_refusal_in_one_line(tmp_path, capsys):
+@pytest.mark.parametrize("request_, refusal", [
+    # sbatch refuses more memory than the node has at once ...
+    (["--slurm-mem", "99999999M"], "error: --executor slurm: submitting 1 job(s) failed: sbatch: error: Memory "
+                                   "specification can not be satisfied"),
+    # ... but takes more CPUs than it has, and the job would wait forever: it is cancelled and named
+    (["--slurm-cpus-per-task", "4096"], "as asked (PartitionConfig: more CPUs, memory, nodes or time than the "
+                                        "partition gives"),
+])
+def test_a_request_the_cluster_cannot_give_is_one_line(tmp_path, capsys, jobs_env, request_, refusal):
     with pytest.raises(SystemExit) as exit_:
-        sweep(["--grid", "lr=3e-3", "--out-dir", str(tmp_path), *SLURM, "--slurm-mem", "99999999M", *TINY])
+        sweep(["--grid", "lr=3e-3", "--out-dir", str(tmp_path), *SLURM, *request_, *TINY])
     assert exit_.value.code == 2
     line = capsys.readouterr().err.strip().splitlines()[-1]
-    assert line.startswith("error: --executor slurm: submitting 1 job(s) failed:"), line
-    assert "Memory specification can not be satisfied" in line
+    assert refusal in line, line
+    live = subprocess.run(["squeue", "-h", "-o", "%i", "-u", os.environ.get("USER", "root")], capture_output=True,
+                          text=True).stdout.split()
+    book = tmp_path / "jobs" / "jobs.json"
+    assert not book.exists() or not {j["job_id"] for j in json.loads(book.read_text()).values()} & set(live)
 
 
 def test_reproduce_trains_its_methods_as_slurm_jobs_and_tables_them(tmp_path, jobs_env):

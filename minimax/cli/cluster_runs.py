@@ -34,6 +34,9 @@ ACTIVE = {"RUNNING", "PENDING", "REQUEUED", "CONFIGURING", "COMPLETING", "RESIZI
           "REQUEUE_FED", "STAGE_OUT", "SIGNALING"}
 """Scheduler states of a job that may still train its run (SLURM's names; the local executor's RUNNING)."""
 POLL_S = {"local": 1.0, "slurm": 30.0}
+NEVER_RUNS = {"PartitionConfig", "BadConstraints", "PartitionNodeLimit", "PartitionTimeLimit", "InvalidAccount",
+              "InvalidQOS"}
+"""squeue's reasons for a pending job that no waiting will start (`refuse_unrunnable`)."""
 """Seconds between two looks at the jobs while waiting."""
 
 
@@ -194,7 +197,28 @@ class Scheduler:
             self.refresh(records)
             if not any(self.active(r) for r in records):
                 return
+            self.refuse_unrunnable(records)
             time.sleep(POLL_S[self.cluster.executor])
+
+    def refuse_unrunnable(self, records: list[dict]) -> None:
+        """A pending SLURM job that can never start as asked (more CPUs than a node has, a time over the partition's
+        limit: sbatch accepts such a job and it waits forever) is cancelled and named, in one line."""
+        pending = [r["job_id"] for r in records if r and r["executor"] == "slurm" and self.state(r) == "PENDING"]
+        if not pending:
+            return
+        from submitit.slurm.slurm import SlurmInfoWatcher  # noqa: PLC0415  (its parser, for array ranges)
+
+        arrays = ",".join(sorted({j.split("_")[0] for j in pending}))
+        out = _ask(["squeue", "-h", "-t", "PD", "-o", "%i|%r", "-j", arrays], quiet=True)
+        reasons = SlurmInfoWatcher().read_info("JobID|Reason\n" + out)
+        stuck = {j: reasons[j]["Reason"] for j in pending if reasons.get(j, {}).get("Reason") in NEVER_RUNS}
+        if stuck:
+            _ask(["scancel", *sorted(stuck)], quiet=True)
+            job, reason = next(iter(stuck.items()))
+            raise ClusterError(f"SLURM cannot start job {job} as asked ({reason}: more CPUs, memory, nodes or time "
+                               f"than the partition gives, or a constraint no node meets); cancelled "
+                               f"{', '.join(sorted(stuck))}: ask for less (--slurm-cpus-per-task, --slurm-mem, "
+                               "--slurm-time, --slurm-additional) or another --slurm-partition")
 
 
 def run_jobs(runs: list[PlannedRun], cluster: ClusterConfig, folder: Path) -> list[str]:
@@ -236,8 +260,9 @@ def dry_run_text(runs: list[PlannedRun], cluster: ClusterConfig, folder: Path) -
         from submitit.slurm.slurm import _make_sbatch_string  # noqa: PLC0415  (what SlurmExecutor writes)
 
         name = "minimax-" + (runs[0].name if len(runs) == 1 else folder.parent.name)
-        command = " ".join([shlex.quote(sys.executable), "-u -m submitit.core._submit", shlex.quote(str(folder / "%j"))])
-        lines += ["", _make_sbatch_string(command=command, folder=folder / "%j", **slurm_parameters(cluster, name),
+        logs = folder / "%j"
+        command = " ".join([shlex.quote(sys.executable), "-u -m submitit.core._submit", shlex.quote(str(logs))])
+        lines += ["", _make_sbatch_string(command=command, folder=logs, **slurm_parameters(cluster, name),
                                           map_count=len(runs) if len(runs) > 1 else None)]
     return "\n".join(lines)
 
