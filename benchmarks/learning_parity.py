@@ -384,7 +384,10 @@ def cycle_sums(r: dict, group: str):
     None: no such line."""
     if group == "all":
         fields = next((f for f in ALL_EPISODES if f[2] in r), None)
-        return None if fields is None else tuple(float(r[k]) for k in fields)
+        if fields is not None:
+            return tuple(float(r[k]) for k in fields)
+        groups = [cycle_sums(r, g) for g in ("new", "replay", "mutated")]  # converted lines keep the groups only
+        return None if any(g is None for g in groups) else tuple(sum(g[i] for g in groups) for i in range(3))
     if "ep_n" in r:
         n = r.get(f"ep_{group}_n") or 0
         return (float(r[f"ep_{group}_return_sum"]), float(r[f"ep_{group}_n_solved"]), float(n)) if n else (0.0, 0.0, 0.0)
