@@ -15,3 +15,17 @@ else python train.py --preset pace --buffer-size 256 --run-name "$name" $common;
 echo "$name done $((SECONDS-start)) s"
 python evaluate.py $out/dr $out/$name --cvar 200 --alpha 0.01 0.1 1.0 --cvar-set n_walls=60 --out $out/eval_pace
 echo "eval done $((SECONDS-start)) s"
+
+# 2026-11-29: two more readings (issue 70 point 2): `optimizer` (the step the run's Adam would take next from its
+# state) and `level` (each level's advantages normalised by its own moments: PPO on that level alone), scored in
+# one call with DR and the paper's reading (eval_readings/).
+name=pace_optimizer
+if [ -f "$out/$name/config.json" ]; then python train.py --resume --run-name "$name" --out-dir "$out" --no-progress
+else python train.py --preset pace --pace-step optimizer --buffer-size 256 --run-name "$name" $common; fi
+echo "$name done $((SECONDS-start)) s"
+name=pace_level
+if [ -f "$out/$name/config.json" ]; then python train.py --resume --run-name "$name" --out-dir "$out" --no-progress
+else python train.py --preset pace --pace-advantages level --buffer-size 256 --run-name "$name" $common; fi
+python evaluate.py $out/dr $out/pace_policy $out/pace_optimizer $out/pace_level --cvar 200 --alpha 0.01 0.1 1.0 \
+    --cvar-set n_walls=60 --out $out/eval_readings
+echo "eval done $((SECONDS-start)) s"
