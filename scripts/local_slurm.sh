@@ -142,10 +142,11 @@ start() {
     log "running (cluster $CLUSTER, node $NODE, $(nproc) CPUs; logs in $STATE)"
 }
 
-stop_pidfile() {
-    local pidfile=$1
-    if [ -s "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null; then
-        for _ in $(seq 40); do kill -0 "$(cat "$pidfile")" 2>/dev/null || break; sleep 0.25; done
+stop_pidfile() {  # stop the daemon a pid file names, and wait (10 s at most) for it to go
+    local pidfile=$1 pid
+    pid=$(cat "$pidfile" 2>/dev/null || true)
+    if [ -n "$pid" ] && kill "$pid" 2>/dev/null; then
+        for _ in $(seq 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
     fi
     rm -f "$pidfile"
 }
