@@ -112,12 +112,20 @@ def sacct_states(job_ids: list[str]) -> dict[str, str]:
     arrays = sorted({j.split("_")[0] for j in job_ids})
     out = _ask(["sacct", "-o", "JobID,State,NodeList", "--parsable2", *[a for j in arrays for a in ("-j", j)]])
     states = {job: info.get("State", "UNKNOWN") for job, info in SlurmInfoWatcher().read_info(out).items()}
-    missing = sorted({j.split("_")[0] for j in job_ids if j not in states})
+    missing = [j for j in job_ids if j not in states]
     if missing:  # accounting lags the controller (a job just submitted): squeue knows the live ones
-        out = _ask(["squeue", "-h", "-t", "all", "-o", "%i|%T", "-j", ",".join(missing)], quiet=True)
-        live = SlurmInfoWatcher().read_info("JobID|State\n" + out)
-        states.update({job: info.get("State", "UNKNOWN") for job, info in live.items() if job not in states})
+        states.update({j: s for j, s in squeue(missing, "all", "%T").items() if j not in states})
     return states
+
+
+def squeue(job_ids: list[str], states: str, column: str) -> dict[str, str]:
+    """`{job id: squeue's <column>}` (`%T` the state, `%r` the reason) of these jobs in these states, array ranges
+    expanded as `sacct_states` does; {} where squeue knows none of them (it fails on a job it no longer knows)."""
+    from submitit.slurm.slurm import SlurmInfoWatcher  # noqa: PLC0415  (its parser, for array ranges)
+
+    arrays = ",".join(sorted({j.split("_")[0] for j in job_ids}))
+    out = _ask(["squeue", "-h", "-t", states, "-o", f"%i|{column}", "-j", arrays], quiet=True)
+    return {job: info["Value"] for job, info in SlurmInfoWatcher().read_info("JobID|Value\n" + out).items()}
 
 
 def _ask(command: list[str], quiet: bool = False) -> str:
@@ -206,12 +214,8 @@ class Scheduler:
         pending = [r["job_id"] for r in records if r and r["executor"] == "slurm" and self.state(r) == "PENDING"]
         if not pending:
             return
-        from submitit.slurm.slurm import SlurmInfoWatcher  # noqa: PLC0415  (its parser, for array ranges)
-
-        arrays = ",".join(sorted({j.split("_")[0] for j in pending}))
-        out = _ask(["squeue", "-h", "-t", "PD", "-o", "%i|%r", "-j", arrays], quiet=True)
-        reasons = SlurmInfoWatcher().read_info("JobID|Reason\n" + out)
-        stuck = {j: reasons[j]["Reason"] for j in pending if reasons.get(j, {}).get("Reason") in NEVER_RUNS}
+        reasons = squeue(pending, "PD", "%r")
+        stuck = {j: reasons[j] for j in pending if reasons.get(j) in NEVER_RUNS}
         if stuck:
             _ask(["scancel", *sorted(stuck)], quiet=True)
             job, reason = next(iter(stuck.items()))

@@ -146,6 +146,12 @@ def records(options: dict) -> list[dict]:
             if not p.registers or any(r.partition(" ")[2] in used for r in p.registers)]
 
 
+def with_records(saved: dict, options: dict) -> dict:
+    """A config's `config.json` dict with `records(options)` under `PLUGINS` when there are any."""
+    plugins = records(options)
+    return {**saved, PLUGINS: plugins} if plugins else saved
+
+
 def restore(saved: list, where: str) -> None:
     """Import each plugin a saved config lists (`records`) that this process lacks; a file gone or changed is
     a `ConfigError` naming it, its registrations and what to do."""

@@ -27,7 +27,7 @@ from minimax.agents.ppo import PPOConfig
 from minimax.config.checks import (METHODS, MUTATION_METHODS, PLR_METHODS, TEACHER_METHODS,  # noqa: F401
                                    episode_limit, problems)
 from minimax.config.groups import EnvConfig, EvalConfig, ModelConfig
-from minimax.config.plugins import PLUGINS, records, restore
+from minimax.config.plugins import PLUGINS, restore, with_records
 from minimax.config.presets import PRESET_OPTIONS, preset_method
 from minimax.config.release import is_release_config, release_options
 from minimax.config.run import CompiledRunOptions
@@ -213,8 +213,7 @@ class TrainConfig(CompiledRunOptions):
         with the versions of minimax, Python, jax and its libraries and the backend under `versions` (a
         record, not an option: `load` ignores it), and under `plugins` the plugins its names come from
         (`config/plugins.py`: `load` imports them again)."""
-        plugins = records(self.options())
-        saved = with_versions(self.to_dict()) | ({PLUGINS: plugins} if plugins else {})
+        saved = with_records(with_versions(self.to_dict()), self.options())
         write_atomically(Path(path), json.dumps(saved, indent=2) + "\n")
 
     @classmethod

@@ -42,7 +42,7 @@ from minimax.agents.ppo import PPOConfig
 from minimax.config.run import RunOptions, run_problems
 from minimax.core.methods import get_method, host_method_names
 from minimax.core.files import write_atomically
-from minimax.config.plugins import PLUGINS, records, restore
+from minimax.config.plugins import PLUGINS, restore, with_records
 from minimax.core.options import ConfigError, check, checked, checks_deferred, read_config_json
 from minimax.core.versions import with_versions, without_versions
 from minimax.host.legacy_options import refuse_old_flags, translate_saved
@@ -187,8 +187,7 @@ class HostTrainConfig(RunOptions):
     def save(self, path) -> None:
         """`config.json`, with the versions the run ran with under `versions` (ignored by `load`) and the plugins
         its names come from under `plugins` (`config/plugins.py`: `load` imports them again)."""
-        plugins = records(self.to_dict())
-        saved = with_versions(self.to_dict()) | ({PLUGINS: plugins} if plugins else {})
+        saved = with_records(with_versions(self.to_dict()), self.to_dict())
         write_atomically(Path(path), json.dumps(saved, indent=2) + "\n")
 
     @classmethod
