@@ -39,9 +39,6 @@ from minimax.envs.registry import env_names
 PLUGINS = "plugins"
 """The key of `config.json` under which a run lists its plugins (a record, not an option)."""
 
-KIND_FLAGS = {"method": "--method", "score": "--score-function", "env": "--env"}
-"""What a plugin may register, by the flag that names it."""
-
 
 @dataclasses.dataclass(frozen=True)
 class Plugin:
