@@ -151,6 +151,24 @@ def registries_restored():
     restore()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def compiled_programs_released():
+    """After each test module the worker drops its compiled programs (`training/programs.py`'s kept ones and
+    jax's caches). Each executable XLA:CPU holds keeps about nine kernel memory maps, and a process may hold
+    `vm.max_map_count` (65,530 by default): a worker that kept every program of its modules reached it about
+    95% of the way through `--slow --reference` and died inside XLA's next compile (a segfault or an abort in
+    the executable's serialisation, 2026-11-29, twice here and once in CI). A later module that builds the
+    same program traces it again and loads it from the session's persistent cache."""
+    yield
+    import gc  # noqa: PLC0415
+
+    from minimax.training.programs import forget_programs  # noqa: PLC0415
+
+    forget_programs()
+    jax.clear_caches()
+    gc.collect()
+
+
 @pytest.fixture
 def fresh_registries():
     """`forget()`: the registries as they were when the test began, every plugin it imported forgotten (what a

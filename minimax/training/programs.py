@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 import jax
@@ -79,14 +80,26 @@ class Programs:
         return self.chunks[length]
 
 
-_KEPT: dict[tuple, Programs] = {}
+KEPT_PROGRAMS = 8
+"""How many program keys a process keeps, the least recently used dropped first. A compiled program holds its
+memory and XLA:CPU's code mappings (about nine kernel memory maps per executable) until it is dropped, and a
+process may hold only `vm.max_map_count` maps (65,530 by default): past it the next compile dies inside XLA
+(the test suite's workers did, near 61,000 maps each). Eight keys cover a run, its resume, its evaluation
+and a sweep's alternating shapes; a dropped key's next use traces again and reads the persistent cache."""
+
+_KEPT: OrderedDict[tuple, Programs] = OrderedDict()
 
 
 def programs(cfg: TrainConfig, layout: DeviceLayout) -> Programs:
-    """This process's `Programs` for `cfg` on `layout` (made and kept on first use)."""
+    """This process's `Programs` for `cfg` on `layout` (made on first use, kept among the `KEPT_PROGRAMS` most
+    recently used)."""
     key = program_key(cfg, layout)
-    if key not in _KEPT:
+    if key in _KEPT:
+        _KEPT.move_to_end(key)
+    else:
         _KEPT[key] = Programs(cfg, layout)
+        while len(_KEPT) > KEPT_PROGRAMS:
+            _KEPT.popitem(last=False)
     return _KEPT[key]
 
 
