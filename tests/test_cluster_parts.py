@@ -80,6 +80,23 @@ def test_the_status_asks_sacct_at_every_look_whatever_the_state(tmp_path, monkey
     assert calls.read_text().strip() == "4"
 
 
+def test_a_held_job_is_named_once_with_its_release_and_waited_on(tmp_path, monkeypatch, capsys):
+    calls = fake_sacct(tmp_path, monkeypatch, ["PENDING", "PENDING", "PENDING", "COMPLETED"])
+    (tmp_path / "bin" / "squeue").write_text("#!/bin/sh\necho '4242|JobHeldUser'\n")  # as `squeue -o %i|%r` says
+    (tmp_path / "bin" / "squeue").chmod(0o755)
+    monkeypatch.setattr(cluster_runs, "POLL_S", {"slurm": 0.01})
+    scheduler = cluster_runs.Scheduler(ClusterConfig(executor="slurm"), tmp_path / "jobs")
+    record = {"job_id": "4242", "executor": "slurm"}
+    scheduler.wait([record])  # a held job is not one that can never run: waited on until it ends
+    assert calls.read_text().strip() == "4"
+    said = [line for line in capsys.readouterr().err.splitlines() if "held" in line]
+    assert said == ["cluster: SLURM job 4242 is held (JobHeldUser): it starts once released "
+                    "(scontrol release 4242); waiting"]  # once, not at every look
+    calls.unlink()
+    scheduler.refresh([record])
+    assert scheduler.described(record) == "PENDING (JobHeldUser)"  # what --status shows
+
+
 def test_array_tasks_read_their_states_from_a_pending_range(tmp_path, monkeypatch):
     bin_ = tmp_path / "bin"
     bin_.mkdir()

@@ -1,7 +1,7 @@
 """Issue 74: the cluster path against a running SLURM (`scripts/local_slurm.sh`: one node with accounting), not
 stand-ins: a sweep is one job array; a job pre-empted with SIGTERM saves, is submitted again and ends with the
 rows of an uninterrupted run, and so does one the scheduler requeues; a suspended job is reported as such and
-waited through; a job of two tasks is one two-process run joined over SLURM's own variables; `reproduce` trains
+waited through; a held job is named and trains once released; a job of two tasks is one two-process run joined over SLURM's own variables; `reproduce` trains
 through the executor and tables; a request the cluster cannot give is its refusal in one line.
 
 Skipped where no SLURM answers (`scripts/local_slurm.sh status`), unless `MINIMAX_REQUIRE_SLURM=1` (CI's floor
@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -115,6 +116,27 @@ def test_a_sweep_is_one_array_that_outlives_a_preemption_and_a_suspension(tmp_pa
     states = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "JobID,State", "-j", array.pop()], capture_output=True,
                             text=True, check=True).stdout.split()
     assert len(states) == 4, states  # the array's four tasks, each accounted
+
+
+def test_a_held_job_is_named_waited_on_and_trains_once_released(tmp_path, capsys, jobs_env):
+    args = ["--grid", "lr=3e-3", "--out-dir", str(tmp_path), *SLURM, "--slurm-additional", "hold", *TINY,
+            "--num-updates", "2", "--log-every", "1", "--checkpoint-every", "2"]
+    sweep([*args, "--no-wait"])  # sbatch --hold: submitted held
+    job = json.loads((tmp_path / "jobs" / "jobs.json").read_text())["dr-lr=3e-3-seeds0"]["job_id"]
+    capsys.readouterr()
+    sweep([*args, "--status"])
+    assert "PENDING (JobHeldUser)" in capsys.readouterr().out
+    ended = {}
+    waiting = threading.Thread(target=lambda: ended.update(value=sweep(args)))  # the command that waits on it
+    waiting.start()
+    said = []
+    wait_until("the waiting command to name the hold", lambda: said.append(capsys.readouterr().err) or
+               f"SLURM job {job} is held (JobHeldUser): it starts once released (scontrol release {job})" in "".join(said))
+    assert waiting.is_alive()  # waited on, not refused
+    subprocess.run(["scontrol", "release", job], check=True)
+    waiting.join(timeout=600)
+    assert not waiting.is_alive() and "value" in ended
+    assert [r["update"] for r in read_rows(tmp_path / "dr-lr=3e-3-seeds0")] == [1, 2]
 
 
 def test_a_job_of_two_tasks_joins_over_slurms_variables(tmp_path, jobs_env):

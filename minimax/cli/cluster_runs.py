@@ -34,10 +34,13 @@ ACTIVE = {"RUNNING", "PENDING", "REQUEUED", "CONFIGURING", "COMPLETING", "RESIZI
           "REQUEUE_FED", "STAGE_OUT", "SIGNALING"}
 """Scheduler states of a job that may still train its run (SLURM's names; the local executor's RUNNING)."""
 POLL_S = {"local": 1.0, "slurm": 30.0}
+"""Seconds between two looks at the jobs while waiting."""
 NEVER_RUNS = {"PartitionConfig", "BadConstraints", "PartitionNodeLimit", "PartitionTimeLimit", "InvalidAccount",
               "InvalidQOS"}
-"""squeue's reasons for a pending job that no waiting will start (`refuse_unrunnable`)."""
-"""Seconds between two looks at the jobs while waiting."""
+"""squeue's reasons for a pending job that no waiting will start (`Scheduler.look_at_pending`)."""
+HELD = {"JobHeldUser", "JobHeldAdmin"}
+"""squeue's reasons for a pending job that starts only once someone releases it (`scontrol release`; `sbatch
+--hold`, `--slurm-additional hold`, submits one so): waited on, and said once."""
 
 
 @dataclasses.dataclass
@@ -151,12 +154,16 @@ class Scheduler:
 
     def __init__(self, cluster: ClusterConfig, folder: Path):
         self.cluster, self.folder, self.handles, self._slurm = cluster, Path(folder), {}, {}
+        self._reasons: dict[str, str] = {}  # squeue's reason of each pending SLURM job, at the last look
+        self._told: set[str] = set()  # held jobs already named
 
     def refresh(self, records: list) -> None:
-        """Ask SLURM about its jobs among these, once for all of them."""
+        """Ask SLURM about its jobs among these, once for all of them (and why the pending ones wait)."""
         slurm = [r["job_id"] for r in records if r is not None and r["executor"] == "slurm"]
         if slurm:
             self._slurm = sacct_states(slurm)
+            pending = [j for j in slurm if self._slurm.get(j) == "PENDING"]
+            self._reasons = squeue(pending, "PD", "%r") if pending else {}
 
     def state(self, record: dict | None) -> str:
         """The job's state as of the last `refresh` ("-": no job)."""
@@ -175,6 +182,12 @@ class Scheduler:
             raise ClusterError(f"cannot tell whether SLURM job {record['job_id']} still runs (sacct does not know "
                                f"it): check with squeue, and scancel it or wait before running this command again")
         return state
+
+    def described(self, record: dict | None) -> str:
+        """`state`, with squeue's reason for a pending SLURM job ("PENDING (JobHeldUser)", "PENDING (Resources)")."""
+        state = self.state(record)
+        reason = self._reasons.get(record["job_id"]) if record else None
+        return f"{state} ({reason})" if state == "PENDING" and reason not in (None, "", "None") else state
 
     def submit(self, runs: list[PlannedRun], book: JobBook) -> None:
         if not runs:
@@ -205,16 +218,20 @@ class Scheduler:
             self.refresh(records)
             if not any(self.active(r) for r in records):
                 return
-            self.refuse_unrunnable(records)
+            self.look_at_pending(records)
             time.sleep(POLL_S[self.cluster.executor])
 
-    def refuse_unrunnable(self, records: list[dict]) -> None:
+    def look_at_pending(self, records: list[dict]) -> None:
         """A pending SLURM job that can never start as asked (more CPUs than a node has, a time over the partition's
-        limit: sbatch accepts such a job and it waits forever) is cancelled and named, in one line."""
+        limit: sbatch accepts such a job and it waits forever) is cancelled and named, in one line; a held one is
+        named once, with the command that releases it, and waited on."""
         pending = [r["job_id"] for r in records if r and r["executor"] == "slurm" and self.state(r) == "PENDING"]
-        if not pending:
-            return
-        reasons = squeue(pending, "PD", "%r")
+        reasons = self._reasons
+        for job in pending:
+            if reasons.get(job) in HELD and job not in self._told:
+                self._told.add(job)
+                print(f"cluster: SLURM job {job} is held ({reasons[job]}): it starts once released "
+                      f"(scontrol release {job}); waiting", file=sys.stderr)
         stuck = {j: reasons[j] for j in pending if reasons.get(j) in NEVER_RUNS}
         if stuck:
             _ask(["scancel", *sorted(stuck)], quiet=True)
@@ -296,7 +313,7 @@ def status_rows(runs: list[PlannedRun], cluster: ClusterConfig, folder: Path) ->
     rows = []
     for r in runs:
         record, done = book.jobs.get(r.name), done_by_run[r.name]
-        state = "finished" if done >= r.target else scheduler.state(record) if record else "not submitted"
+        state = "finished" if done >= r.target else scheduler.described(record) if record else "not submitted"
         sessions = read_sessions(Path(r.job.sessions))
         rows.append({"run": r.name, "job": record["job_id"] if record else "-", "state": state,
                      "updates": done, "target": r.target, "return": last_return(r.run_dir),
