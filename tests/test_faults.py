@@ -21,6 +21,7 @@ from minimax.training.run_lock import RunLock
 from minimax.training.run_logs import RunLogger, read_rows
 from minimax.training.stop_signals import RunStopped
 from minimax.training.loop import RunError, TrainingDiverged, train
+import minimax.cli.train as cli_train
 from minimax.cli.train import main
 from minimax.training.cli import parse_config
 from run_helpers import TINY, without_timing
@@ -79,6 +80,31 @@ def test_the_command_line_exits_with_the_signals_status(reference, tmp_path, mon
     err = capsys.readouterr().err
     assert "received SIGINT" in err and "stopped by SIGINT at update 5" in err and "Traceback" not in err
     assert Checkpointer(tmp_path / "r" / "checkpoints").steps() == [5]
+
+
+def test_a_clusters_stop_while_train_py_starts_is_the_loops_first_signal(reference, tmp_path, monkeypatch, capsys):
+    """SLURM can signal a job (pre-emption, a requeued job warned again) while its train.py still imports and
+    parses, before the loop's handlers exist: the stop is kept, so the first chunk trains, is saved and the
+    command exits 140, as for a signal a moment later; the caller's own handler is back afterwards."""
+    caught = []
+    previous = signal.signal(signal.SIGUSR2, lambda signum, frame: caught.append(signum))  # the caller's
+    real = cli_train.route
+
+    def route_then_signal(argv):  # while the command line is read, before JAX starts
+        os.kill(os.getpid(), signal.SIGUSR2)
+        return real(argv)
+
+    monkeypatch.setattr(cli_train, "route", route_then_signal)
+    try:
+        with pytest.raises(SystemExit) as exit_:
+            main(["--out-dir", str(tmp_path), "--run-name", "r", *_flags({**TINY, "eval_every": 0})])
+        assert exit_.value.code == 128 + signal.SIGUSR2 and not caught
+        assert "stopped by SIGUSR2 at update 5" in capsys.readouterr().err
+        assert Checkpointer(tmp_path / "r" / "checkpoints").steps() == [5]
+        os.kill(os.getpid(), signal.SIGUSR2)
+        assert caught == [signal.SIGUSR2]  # the handler the caller had is back
+    finally:
+        signal.signal(signal.SIGUSR2, previous)
 
 
 def _flags(options: dict) -> list[str]:

@@ -1,8 +1,9 @@
 """Issue 74: the cluster path against a running SLURM (`scripts/local_slurm.sh`: one node with accounting), not
 stand-ins: a sweep is one job array; a job pre-empted with SIGTERM saves, is submitted again and ends with the
-rows of an uninterrupted run, and so does one the scheduler requeues; a suspended job is reported as such and
-waited through; a held job is named and trains once released; a job of two tasks is one two-process run joined over SLURM's own variables; `reproduce` trains
-through the executor and tables; a request the cluster cannot give is its refusal in one line.
+rows of an uninterrupted run, and so do one the scheduler requeues and one cut short by its time limit; a
+suspended job is reported as such and waited through; a held job is named and trains once released; a job of
+two tasks is one two-process run joined over SLURM's own variables; `reproduce` trains through the executor and
+tables; a request the cluster cannot give is its refusal in one line.
 
 Skipped where no SLURM answers (`scripts/local_slurm.sh status`), unless `MINIMAX_REQUIRE_SLURM=1` (CI's floor
 leg starts one and sets it): then its absence fails."""
@@ -31,6 +32,7 @@ SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "local_slurm.sh"
 TINY = ["--maze-height", "5", "--maze-width", "5", "--n-walls", "3", "--max-episode-steps", "32", "--n-actions", "3",
         "--recurrent-size", "16", "--num-envs", "8", "--num-steps", "16", "--n-epochs", "2", "--eval-every", "0"]
 SLURM = ["--executor", "slurm", "--slurm-gpus-per-job", "0", "--slurm-time", "20"]
+TIME_LIMITED_UPDATES = 4000  # 40-60 s of training here: still training when SLURM's warning comes (<= 30 s)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -116,6 +118,28 @@ def test_a_sweep_is_one_array_that_outlives_a_preemption_and_a_suspension(tmp_pa
     states = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "JobID,State", "-j", array.pop()], capture_output=True,
                             text=True, check=True).stdout.split()
     assert len(states) == 4, states  # the array's four tasks, each accounted
+
+
+def test_a_job_at_its_time_limit_saves_comes_back_and_ends_with_an_uninterrupted_runs_rows(tmp_path, jobs_env):
+    # A short --slurm-time, made deterministic: once the job trains, its limit is cut to 1 minute, so SLURM's
+    # warning (submitit's `--signal=USR2@90`) is due at slurmctld's next look (every 30 s), well before the limit.
+    args = ["--grid", "checkpoint_every=100,5000", "--out-dir", str(tmp_path), *SLURM, *TINY,
+            "--num-updates", str(TIME_LIMITED_UPDATES), "--log-every", "50"]
+    sweep([*args, "--no-wait"])
+    limited, reference = [f"dr-checkpoint_every={c}-seeds0" for c in (100, 5000)]
+    job = json.loads((tmp_path / "jobs" / "jobs.json").read_text())[limited]["job_id"]
+    sessions = tmp_path / "jobs" / f"{limited}.sessions.jsonl"
+    wait_until(f"{limited}'s job to start", lambda: session_started(sessions))
+    subprocess.run(["scontrol", "update", f"JobId={job}", "TimeLimit=1"], check=True)
+    wait_until("its train.py to stop at the warning", lambda: any("exit" in s for s in cluster.read_sessions(sessions)))
+    subprocess.run(["scontrol", "update", f"JobId={job}", "TimeLimit=20"], check=True)  # for the requeued job
+    sweep(args)  # waits on both: the requeued job resumes from the checkpoint saved at the warning
+    ended = cluster.read_sessions(sessions)  # (on a slow machine the requeued job may be warned again: 3 or more)
+    assert all(s["exit"] in cluster.STOPPED_STATUSES for s in ended[:-1]) and ended[-1]["exit"] == 0 and len(ended) > 1
+    assert {s["job_id"] for s in ended} == {job}  # warned and requeued by submitit, not killed at the limit
+    expected = without_timing(read_rows(tmp_path / reference))
+    assert [r["update"] for r in expected] == list(range(50, TIME_LIMITED_UPDATES + 1, 50))
+    assert without_timing(read_rows(tmp_path / limited)) == expected
 
 
 def test_a_held_job_is_named_waited_on_and_trains_once_released(tmp_path, capsys, jobs_env):

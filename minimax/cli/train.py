@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from minimax.core.options import ConfigError
+from minimax.training.stop_signals import early_stops
 
 HOST_ENV_PREFIXES = ("procgen-", "gym-")
 """`--env` names of environments stepped on the host."""
@@ -81,6 +82,12 @@ def main(argv: list[str] | None = None) -> None:
 
         print(version_text())
         return None
+    with early_stops():  # a cluster's stop while this process starts is saved, not fatal (stop_signals.py)
+        return _train(argv)
+
+
+def _train(argv: list[str]) -> None:
+    """`main` after `--version`: plugins, then the host path or the compiled one."""
     argv = load_plugins(argv)
     compile_cache = "--no-compile-cache" not in argv  # a setting of this process, not of the run
     argv = [a for a in argv if a != "--no-compile-cache"]

@@ -18,20 +18,45 @@ one), and a second signal in that same compile is merged with it.
 Python runs signal handlers only between bytecodes, so the loop waits for a chunk by polling
 (`wait_ready`) rather than blocking inside XLA: the first signal is seen at once and the
 message printed while the chunk still runs.
+
+A cluster's signal can also come while `train.py` starts (its imports, the config, JAX's backend, a
+multi-host join: seconds before the loop's handlers exist), e.g. a job pre-empted as it starts or a
+requeued job warned again at once. SIGUSR2's default action would kill it there, unsaved, with a status
+the cluster path counts as a failure. `train.py`'s `main` therefore runs inside `early_stops`, which
+notes such a signal; the loop's `StopSignals` takes it as its first,
+so the run trains its first chunk, saves and stops as it would on a signal that came a moment later.
+This module imports nothing heavy, so the handlers are up within the first tenth of a second.
 """
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import threading
 import time
 
-import jax
-
 CLUSTER_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGUSR2") if hasattr(signal, name))
 """What a cluster stops a job with (pre-emption, time limit): repeats of them are merged."""
 STOP_SIGNALS = (*CLUSTER_SIGNALS, signal.SIGINT)
+_EARLY: list[int] = []  # cluster signals noted before the loop's handlers (`early_stops`)
+
+
+@contextlib.contextmanager
+def early_stops():
+    """Within the block, SIGTERM and SIGUSR2 are noted until a `StopSignals` block takes them over (which
+    then starts as if the first had come to it); the previous handlers are back after it. Outside the main
+    thread (where Python cannot install handlers) it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, lambda signum, frame: _EARLY.append(signum)) for s in CLUSTER_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        _EARLY.clear()
 
 
 class RunStopped(Exception):
@@ -73,6 +98,8 @@ class StopSignals:
         if self.enabled and threading.current_thread() is threading.main_thread():
             for s in STOP_SIGNALS:
                 self._previous[s] = signal.signal(s, self._handle)
+            if _EARLY and self.signum is None:  # a cluster's stop that came while the process started
+                self._handle(_EARLY[0], None)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -84,6 +111,8 @@ class StopSignals:
 def wait_ready(tree, poll_seconds: float = 0.01) -> None:
     """Wait until every array of `tree` is computed, returning to Python between polls (so
     signal handlers run while a long chunk computes)."""
+    import jax  # noqa: PLC0415  (not at the top: `early_stops` starts before train.py imports JAX)
+
     leaves = [x for x in jax.tree.leaves(tree) if hasattr(x, "is_ready")]
     while not all(x.is_ready() for x in leaves):
         time.sleep(poll_seconds)
