@@ -23,9 +23,9 @@ A cluster's signal can also come while `train.py` starts (its imports, the confi
 multi-host join: seconds before the loop's handlers exist), e.g. a job pre-empted as it starts or a
 requeued job warned again at once. SIGUSR2's default action would kill it there, unsaved, with a status
 the cluster path counts as a failure. `train.py`'s `main` therefore runs inside `early_stops`, which
-notes such a signal; the loop's `StopSignals` takes it as its first,
-so the run trains its first chunk, saves and stops as it would on a signal that came a moment later.
-This module imports nothing heavy, so the handlers are up within the first tenth of a second.
+notes such a signal; the loop's `StopSignals` takes it as its first, so the run trains its first chunk,
+saves and stops as it would on a signal that came a moment later. This module imports nothing heavy (JAX
+only when `wait_ready` runs), so the handlers are up about a tenth of a second after the process starts.
 """
 
 from __future__ import annotations
