@@ -158,7 +158,9 @@ def compiled_programs_released():
     `vm.max_map_count` (65,530 by default): a worker that kept every program of its modules reached it about
     95% of the way through `--slow --reference` and died inside XLA's next compile (a segfault or an abort in
     the executable's serialisation, 2026-11-29, twice here and once in CI). A later module that builds the
-    same program traces it again and loads it from the session's persistent cache."""
+    same program traces it again and loads it from the session's persistent cache. One module must still fit
+    on its own: the largest, `test_plr_runners.py`, reaches about 26,000 maps on jaxlib 0.12 (split a module
+    long before it nears the limit; a per-test check would cost about 25 ms a test to count the maps)."""
     yield
     import gc  # noqa: PLC0415
 
