@@ -154,8 +154,14 @@ def test_a_held_job_is_named_waited_on_and_trains_once_released(tmp_path, capsys
     waiting = threading.Thread(target=lambda: ended.update(value=sweep(args)))  # the command that waits on it
     waiting.start()
     said = []
-    wait_until("the waiting command to name the hold", lambda: said.append(capsys.readouterr().err) or
-               f"SLURM job {job} is held (JobHeldUser): it starts once released (scontrol release {job})" in "".join(said))
+
+    named = f"SLURM job {job} is held (JobHeldUser): it starts once released (scontrol release {job})"
+
+    def hold_named():  # what the waiting command has printed so far names the hold and its release
+        said.append(capsys.readouterr().err)
+        return named in "".join(said)
+
+    wait_until("the waiting command to name the hold", hold_named)
     assert waiting.is_alive()  # waited on, not refused
     subprocess.run(["scontrol", "release", job], check=True)
     waiting.join(timeout=600)
