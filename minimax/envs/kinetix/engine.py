@@ -6,9 +6,9 @@ reader). Registering `kinetix.util` as an empty package before the first import 
 `__init__` and keeps the install to the physics engine (`jax2d`), the renderer (`jaxgl`) and
 `safetensors`; submodules of `kinetix.util` still import normally from its folder.
 
-`kinetix_objects(size, frame_skip, max_steps, dense_reward_scale)` builds the authors' env object
-for those static settings once (`make_kinetix_env` with multi-discrete actions and flat symbolic
-observations, no reset function: minimax resets to levels itself).
+`kinetix_objects(size, frame_skip, max_steps, dense_reward_scale, obs)` builds the authors' env object
+for those static settings once (`make_kinetix_env` with multi-discrete actions, the flat symbolic or
+the entity observation, no reset function: minimax resets to levels itself).
 """
 
 from __future__ import annotations
@@ -72,25 +72,30 @@ from kinetix.environment import (  # noqa: E402
     ActionType, EnvParams, EnvState, ObservationType, UEDParams, make_kinetix_env, make_mutate_env,
     sample_kinetix_level, static_env_params_from_size,
 )
-from kinetix.util.saving import load_evaluation_levels  # noqa: E402
+from kinetix.util.saving import expand_env_state, load_evaluation_levels  # noqa: E402
 
 SIZES = ("s", "m", "l")
+OBSERVATIONS = {"flat": ObservationType.SYMBOLIC_FLAT, "entity": ObservationType.SYMBOLIC_ENTITY}
+"""`--kinetix-obs`: the authors' observation types we run (`symbolic_flat`, `symbolic_entity`)."""
 
-__all__ = ["EnvParams", "EnvState", "UEDParams", "SIZES", "kinetix_objects", "load_evaluation_levels",
+__all__ = ["EnvParams", "EnvState", "UEDParams", "OBSERVATIONS", "SIZES", "expand_env_state", "kinetix_objects",
+           "load_evaluation_levels",
            "make_mutate_env", "sample_kinetix_level", "static_env_params_from_size"]
 
 
 @functools.lru_cache(maxsize=None)
-def kinetix_objects(size: str, frame_skip: int, max_steps: int, dense_reward_scale: float):
+def kinetix_objects(size: str, frame_skip: int, max_steps: int, dense_reward_scale: float, obs: str = "flat"):
     """`(env, env_params, static_env_params)`: the authors' `KinetixEnv` for a size class.
 
     Built eagerly even inside a `jit` trace (their constructors compute arrays that the env keeps,
     which must be constants, not tracers) and cached per settings."""
     if size not in SIZES:
         raise ValueError(f"Kinetix size class must be one of {', '.join(SIZES)}, got {size!r}")
+    if obs not in OBSERVATIONS:
+        raise ValueError(f"Kinetix observation must be one of {', '.join(OBSERVATIONS)}, got {obs!r}")
     with jax.ensure_compile_time_eval():
         static = static_env_params_from_size(size).replace(frame_skip=int(frame_skip))
         params = EnvParams().replace(max_timesteps=int(max_steps), dense_reward_scale=float(dense_reward_scale))
-        env = make_kinetix_env(ActionType.MULTI_DISCRETE, ObservationType.SYMBOLIC_FLAT, None, params, static,
+        env = make_kinetix_env(ActionType.MULTI_DISCRETE, OBSERVATIONS[obs], None, params, static,
                                auto_reset=False)
     return env, params, static

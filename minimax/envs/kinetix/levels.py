@@ -13,8 +13,11 @@
   their probabilities. Their ACCEL config edits 5 times.
 - Held-out suites `s`, `m`, `l`: the hand-designed levels the wheel ships for each size class
   (`kinetix/levels/<size>/*.json`: 10, 24 and 40 levels, their `configs/eval/<size>.yaml` lists),
-  loaded with the size class's static params by the authors' `load_evaluation_levels`. A run
-  evaluates on its own size class (the observation's length depends on it).
+  loaded with the size class's static params by the authors' `load_evaluation_levels`, and `all`,
+  the 74 together (their `configs/eval/eval_all.yaml`). A run evaluates on any suite whose levels fit
+  its size class: smaller levels are padded into its slots at reset (`env.py: fit_level`), as the
+  authors evaluate an L agent on S, M and L levels; results are reported per level and per size
+  class (`evaluation/report.py`), with the suite mean over all its levels.
 """
 
 from __future__ import annotations
@@ -26,11 +29,12 @@ import jax
 import jax.numpy as jnp
 
 from minimax.envs.kinetix.engine import SIZES, EnvState, UEDParams, load_evaluation_levels, make_mutate_env, \
-    sample_kinetix_level, static_env_params_from_size
-from minimax.envs.kinetix.env import KinetixParams, action_nvec, canonical_level
+    sample_kinetix_level
+from minimax.envs.kinetix.env import KinetixParams, action_nvec, canonical_level, size_of
 from minimax.envs.registry import HeldOutLevel, check_n_edits
 
-SUITES = SIZES
+ALL = "all"
+SUITES = (*SIZES, ALL)
 NOOP_SOLVED_WEIGHT = 0.001  # the authors' weight of a level the no-op action solves
 FILTER_SAMPLE_RATIO = 2     # levels sampled per kept level (their level_filter_sample_ratio)
 
@@ -71,17 +75,6 @@ def make_kinetix_generator(params: KinetixParams, filter_steps: int = 0):
         pick = jax.random.choice(key_pick, FILTER_SAMPLE_RATIO, p=weights / weights.sum())
         return jax.tree.map(lambda x: x[pick], levels)
     return generate
-
-
-def size_of(level: EnvState) -> str:
-    """The size class whose scenes have `level`'s polygon, circle and joint slots (read from the size
-    table, without building an env object per size)."""
-    slots = (level.polygon.active.shape[-1], level.circle.active.shape[-1], level.joint.active.shape[-1])
-    for size in SIZES:
-        static = static_env_params_from_size(size)
-        if slots == (static.num_polygons, static.num_circles, static.num_joints):
-            return size
-    raise ValueError(f"a Kinetix level with (polygons, circles, joints) slots {slots} is of no size class")
 
 
 def make_kinetix_mutator(n_edits: int):
@@ -125,27 +118,39 @@ def held_out_levels(size: str) -> tuple[tuple[str, EnvState], ...]:
 def _known(suite: str) -> None:
     if suite not in SUITES:
         raise ValueError(f"unknown Kinetix held-out suite {suite!r}; known suites: {', '.join(SUITES)} "
-                         f"(the size classes)")
+                         f"(the size classes' hand-designed levels, and all {len(SIZES)} together)")
+
+
+def suite_sizes(suite: str) -> tuple[str, ...]:
+    """The size classes whose hand-designed levels `suite` holds."""
+    _known(suite)
+    return SIZES if suite == ALL else (suite,)
 
 
 def check_suite(suite: str, train: KinetixParams) -> None:
-    """Raise a `ValueError` unless a run with training params `train` can evaluate on `suite`: a known size
-    class, the run's own (a scene's arrays are sized by its class). Reads no level file."""
-    _known(suite)
-    if train.size != suite:
-        raise ValueError(f"the Kinetix held-out suite {suite!r} holds size-{suite} levels, and this run's "
-                         f"levels are size {train.size} (--kinetix-size): evaluate on --eval-suite {train.size}")
+    """Raise a `ValueError` unless a run with training params `train` can evaluate on `suite`: a known suite
+    whose levels fit the run's size class (a smaller class's levels are padded into its slots, the authors'
+    way; a larger one's do not fit). Reads no level file."""
+    too_big = [size for size in suite_sizes(suite) if SIZES.index(size) > SIZES.index(train.size)]
+    if too_big:
+        fits = ", ".join(SIZES[:SIZES.index(train.size) + 1]) + (f", {ALL}" if train.size == SIZES[-1] else "")
+        raise ValueError(f"the Kinetix held-out suite {suite!r} holds size-{too_big[0]} levels, larger than this "
+                         f"run's size {train.size} (--kinetix-size): its suites are {fits}")
 
 
 def held_out(suite: str) -> list[HeldOutLevel]:
-    """The hand-designed levels of the size class `suite` (`s`, `m` or `l`)."""
+    """The hand-designed levels of `suite`: a size class (`s`, `m`, `l`: 10, 24 and 40 levels) or `all` (the
+    74), each named `<size>/<level>` and evaluated in the run's slots (`params_for`: padded at reset when
+    smaller; `KinetixParams.level_size` keeps levels of one class in one program)."""
     _known(suite)
-
-    def params_for(train: KinetixParams) -> KinetixParams:
-        check_suite(suite, train)
-        return train
-    return [HeldOutLevel(name, sample=lambda key, lv=level: lv, params_for=params_for, fixed_level=level)
-            for name, level in held_out_levels(suite)]
+    entries = []
+    for size in suite_sizes(suite):
+        def params_for(train: KinetixParams, size=size) -> KinetixParams:
+            check_suite(size, train)
+            return train.replace(level_size="" if size == train.size else size)
+        entries += [HeldOutLevel(name, sample=lambda key, lv=level: lv, params_for=params_for, fixed_level=level)
+                    for name, level in held_out_levels(size)]
+    return entries
 
 
 def level_metrics(level: EnvState) -> dict[str, jax.Array]:

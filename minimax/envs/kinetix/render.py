@@ -14,8 +14,7 @@ import functools
 import jax
 import numpy as np
 
-from minimax.envs.kinetix.env import KinetixParams
-from minimax.envs.kinetix.levels import size_of
+from minimax.envs.kinetix.env import KinetixParams, fit_level, size_of
 
 DOWNSCALE = 4
 
@@ -54,6 +53,7 @@ def trace_state(state) -> dict:
 def render_episode(level, trace, params, max_frames: int = 100) -> np.ndarray:
     """uint8[T, h, w, 3]: an episode's frames from `trace_state` records cut to its length (at most
     `max_frames`, evenly spaced, the last one kept)."""
+    level = fit_level(level, params)  # a smaller class's level played in the run's slots (held-out suites)
     n = len(np.asarray(trace["polygon_position"]))
     steps = np.unique(np.linspace(0, n - 1, min(n, max_frames)).round().astype(int))
     pick = {k: np.asarray(v)[steps] for k, v in trace.items()}
