@@ -1,6 +1,7 @@
 """Record the authors' outputs that the suite's comparisons read (tests/reference_outputs.py), from their code:
 
     python tests/record_references.py remidi    # needs a snapshot of Michael-Beukman/ReMiDi (REMIDI_REPO)
+    python tests/record_references.py kinetix_transformer    # needs kinetix-env (the README's Kinetix line)
 
 Each recording names its source commit, the versions it ran under and this command in its JSON. The
 `reference` tier (`python -m pytest -m reference`, CI's floor leg) runs the same code live and checks the
@@ -59,7 +60,21 @@ def record_gymnax() -> None:
               "versions": versions(), "command": "python tests/record_references.py gymnax"})
 
 
-RECORDERS = {"gymnax": record_gymnax, "remidi": record_remidi}
+def record_kinetix_transformer() -> None:
+    import importlib.metadata as md  # noqa: PLC0415
+
+    import test_entity_transformer as case  # noqa: PLC0415 (needs kinetix-env: the `kinetix` extra)
+
+    save("kinetix_transformer", case.record({size: case.observations(size)[0] for size in ("s", "m")}),
+         {"source": f"kinetix-env=={md.version('kinetix-env')}",
+          "code": "kinetix.models.transformer_model: ActorCriticTransformer (configs/model/model-base.yaml, "
+                  "model-transformer.yaml), distributions by a stand-in for distrax (tests/test_entity_transformer.py)",
+          "what": "parameter statistics per leaf (key 0), and logits and values on entity observations of sizes s "
+                  "and m (hand-designed and random levels, at reset and after 12 random actions)",
+          "versions": versions(), "command": "python tests/record_references.py kinetix_transformer"})
+
+
+RECORDERS = {"gymnax": record_gymnax, "kinetix_transformer": record_kinetix_transformer, "remidi": record_remidi}
 
 if __name__ == "__main__":
     names = sys.argv[1:] or sorted(RECORDERS)

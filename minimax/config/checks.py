@@ -9,6 +9,9 @@ top of these checks, not the other way round).
 
 from __future__ import annotations
 
+import dataclasses
+
+from minimax.config.groups import TRANSFORMER_OPTIONS, ModelConfig
 from minimax.config.run import run_problems
 from minimax.core.options import flag
 from minimax.curricula.scores import SCORES
@@ -102,6 +105,7 @@ def _env_problems(c, spec, method):
             spec.make_mutator(c.mutation.mutator or next(iter(spec.mutators), ""), 1)
         except ValueError as err:
             yield f"{c.method}: {err}"
+    yield from _student_problems(c, spec)
     if c.model.recurrent_cell not in spec.cores:
         yield f"--recurrent-cell {c.model.recurrent_cell}: the student of --env {env} takes {', '.join(spec.cores)}"
     if c.curriculum.buffer_png and spec.render_levels is None:
@@ -121,3 +125,30 @@ def _env_problems(c, spec, method):
     if score is not None and score.needs_success and not spec.binary_outcome:
         yield (f"--score-function {c.curriculum.score_function} needs episodes that succeed or fail; --env {env} has "
                f"no such outcome")
+
+
+def own_student(env: str, student: str) -> str:
+    """`--student` on an environment with one student network, its own: `auto`, or a `ValueError` naming why."""
+    if student == "transformer":
+        raise ValueError(f"the entity transformer reads entity observations, and --env {env} has none "
+                         f"(--env kinetix --kinetix-obs entity has)")
+    if student != "auto":
+        raise ValueError(f"--env {env} has one student network, its own: leave --student auto")
+    return "auto"
+
+
+def _student_problems(c, spec):
+    """`--student` against what the environment's observation feeds (`UEDEnv.student_for`), and the entity
+    transformer's shape options on a run whose student is another network."""
+    env, student = c.env.env_name, c.model.student
+    try:
+        chosen = spec.student_for(c.env, student) if spec.student_for else own_student(env, student)
+    except ValueError as err:
+        yield f"--student {student}: {err}"
+        return
+    defaults = {f.name: f.default for f in dataclasses.fields(ModelConfig)}
+    changed = [n for n in TRANSFORMER_OPTIONS if getattr(c.model, n) != defaults[n]]
+    if changed and chosen != "transformer":
+        yield (f"{flag(ModelConfig, changed[0])} shapes the entity transformer, and the student of --env {env} here "
+               f"is {'its own network' if chosen == 'auto' else 'the ' + chosen.upper()} (the transformer reads "
+               f"entity observations: --env kinetix --kinetix-obs entity)")

@@ -106,16 +106,39 @@ class ModelConfig:
     """Hidden units of the policy and value heads."""
     mlp_hidden: int = 64
     """Units of each of the two tanh layers of the MLP student (vector observations: cartpole, pendulum, craftax)."""
+    student: Literal["auto", "mlp", "transformer"] = "auto"
+    """The student network: auto (the environment's own for its observation), mlp (flat vectors), or transformer
+    (the Kinetix authors' entity transformer, models/entity_transformer.py: --env kinetix --kinetix-obs entity)."""
+    transformer_layers: int = 2
+    """Attention layers of the entity transformer, each followed by the joints' and thrusters' messages."""
+    transformer_heads: int = 8
+    """Attention heads of the entity transformer (a multiple of 4: each quarter reads one of the 4 masks)."""
+    transformer_qkv: int = 16
+    """Query, key and value width of the entity transformer's attention (all heads together)."""
+    transformer_width: int = 128
+    """Entity embedding width of the entity transformer."""
+    transformer_head_layers: int = 5
+    """Tanh layers of the entity transformer's actor and of its critic (each)."""
+    transformer_head_width: int = 128
+    """Units of those layers."""
 
     def __post_init__(self):
         check(self, self._rules)
 
     def _rules(self, c):
-        c.positive("recurrent_size", "conv_filters", "dir_embed_size", "head_hidden", "mlp_hidden")
+        c.positive("recurrent_size", "conv_filters", "dir_embed_size", "head_hidden", "mlp_hidden", *TRANSFORMER_OPTIONS)
+        if isinstance(self.transformer_heads, int) and self.transformer_heads > 0 and self.transformer_heads % 4:
+            c.add(f"--transformer-heads must be a multiple of 4 (a quarter of the heads reads each of the 4 attention "
+                  f"masks), got {self.transformer_heads}")
         c.non_negative("scan_unroll")
         problem = self.recurrent_cell == "s5" and s5_problem(self.recurrent_size, self, "--recurrent-size")
         if problem and not c.problems:
             c.add(problem)
+
+
+TRANSFORMER_OPTIONS = ("transformer_layers", "transformer_heads", "transformer_qkv", "transformer_width",
+                       "transformer_head_layers", "transformer_head_width")
+"""The entity transformer's shape options (refused for any other student)."""
 
 
 def s5_problem(size, model: "ModelConfig", size_flag: str) -> str | None:

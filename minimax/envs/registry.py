@@ -27,7 +27,9 @@ What an entry provides, and why each piece exists:
   load the suite and ask its first level's `params_for`, which is slow where levels are files: Kinetix).
 - `make_model(cfg) -> flax module`: the student network that suits the env's
   observations and actions (`(carry, obs, reset) -> (carry, policy, value)`); `cores`: the
-  `--recurrent-cell` values it accepts.
+  `--recurrent-cell` values it accepts; `student_for(options, student) -> name` (optional): the network
+  `--student` picks for the run's env options (`ValueError` when its observation cannot feed that one;
+  without it the env has one student, its own, and `--student` stays `auto`).
 - `level_facts(levels, params) -> (optimal_return[B], solvable[B][, optimal_steps[B]])` (optional): what
   evaluation reports beside the policy's return (the gap to optimal); NaN / True without it. The third, the
   action count of an optimal episode (int32, -1 where none ends it), is what ReMiDi's discounted true
@@ -124,6 +126,7 @@ class UEDEnv:
     discrete_actions: bool = True
     deterministic: bool = True
     cores: tuple[str, ...] = ("lstm", "gru", "s5")
+    student_for: Callable[[Any, str], str] | None = None
     teacher: "TeacherSpec | None" = None
     load_levels: Callable[[str], list] | None = None
     check_training_level: Callable | None = None

@@ -17,7 +17,8 @@ METRICS = ("solved_rate", "return", "length", "gap")
 
 
 def summarize(results: list[dict], mazes) -> dict:
-    """Across policies: `{maze or "suite_mean": {metric: {mean, ci_low, ci_high, n}}}` (and CVaR)."""
+    """Across policies: `{maze, "<group>_mean" (`level_groups`) or "suite_mean": {metric: {mean, ci_low, ci_high,
+    n}}}` (and CVaR)."""
     def stat(values, rate: bool):
         """Mean and 95% interval; a rate's interval is clipped to [0, 1], the values it can take."""
         mean, low, high = mean_ci(values)
@@ -27,12 +28,23 @@ def summarize(results: list[dict], mazes) -> dict:
 
     summary = {m.name: {k: stat([r["mazes"][m.name][k] for r in results], k == "solved_rate") for k in METRICS}
                for m in mazes}
-    summary["suite_mean"] = {k: stat([np.mean([r["mazes"][m.name][k] for m in mazes]) for r in results],
-                                     k == "solved_rate") for k in METRICS}
+    for key, names in [(f"{group}_mean", names) for group, names in level_groups(mazes).items()] + \
+            [("suite_mean", [m.name for m in mazes])]:
+        summary[key] = {k: stat([np.mean([r["mazes"][n][k] for n in names]) for r in results], k == "solved_rate")
+                        for k in METRICS}
     if all("cvar" in r for r in results) and results:
         names = ["mean_solved_rate"] + [k for k in results[0]["cvar"] if k.startswith("cvar@")]
         summary["cvar"] = {k: stat([r["cvar"][k] for r in results], True) for k in names}
     return summary
+
+
+def level_groups(mazes) -> dict[str, list[str]]:
+    """`{group: level names}` for a suite whose levels are named `<group>/<level>` in more than one group
+    (Kinetix's `all`: `s/...`, `m/...`, `l/...`, reported per size class as its authors do); else empty."""
+    groups: dict[str, list[str]] = {}
+    for m in mazes:
+        groups.setdefault(m.name.split("/")[0] if "/" in m.name else "", []).append(m.name)
+    return groups if len(groups) > 1 and "" not in groups else {}
 
 
 def write_results(out_dir: Path, results: list[dict], groups: list[dict], settings: dict, extra=None) -> None:
@@ -85,7 +97,9 @@ def print_table(summary: dict, mazes) -> None:
             return f"{s['mean']:.3f}"
         return f"{s['mean']:.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}]"
 
-    rows = [(m.name, summary[m.name]) for m in mazes] + [("suite mean", summary["suite_mean"])]
+    rows = [(m.name, summary[m.name]) for m in mazes] + [(f"{g} mean", summary[f"{g}_mean"])
+                                                          for g in level_groups(mazes)]
+    rows.append(("suite mean", summary["suite_mean"]))
     width = max(len(name) for name, _ in rows)
     n = summary["suite_mean"]["solved_rate"]["n"]
     print(f"{'level':<{width}}  {'solved rate (95% CI)':<28}  {'return (95% CI)':<28}  n={n}")

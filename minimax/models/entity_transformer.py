@@ -179,6 +179,16 @@ class EntityTransformerActorCritic(WithRecurrentCore):
     head_width: int = 128
     head_layers: int = 5
 
+    @classmethod
+    def from_options(cls, model, action_nvec: tuple[int, ...]) -> "EntityTransformerActorCritic":
+        """The student of a run's model options (`config.ModelConfig`: the `--transformer-*` shape, the core)."""
+        return cls(action_nvec=tuple(action_nvec), width=model.transformer_width, qkv=model.transformer_qkv,
+                   heads=model.transformer_heads, depth=model.transformer_layers,
+                   head_width=model.transformer_head_width, head_layers=model.transformer_head_layers,
+                   recurrent_cell=model.recurrent_cell, recurrent_size=model.recurrent_size,
+                   s5_layers=model.s5_layers, s5_blocks=model.s5_blocks, s5_layernorm=model.s5_layernorm,
+                   s5_scan=model.s5_scan, scan_unroll=model.scan_unroll, matmul_dtype=model.matmul_dtype)
+
     @property
     def has_core(self) -> bool:
         return self.recurrent_cell != "none"
