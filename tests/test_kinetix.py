@@ -20,6 +20,8 @@ from minimax.envs.kinetix import (  # noqa: E402
 from minimax.envs.kinetix.engine import (  # noqa: E402
     UEDParams, load_evaluation_levels, make_mutate_env, sample_kinetix_level,
 )
+from minimax.envs.kinetix.env import fit_level  # noqa: E402
+from minimax.envs.kinetix.levels import check_suite, suite_sizes  # noqa: E402
 from minimax.envs.registry import get_env  # noqa: E402
 from minimax.evaluation.evaluate import main as evaluate_main  # noqa: E402
 from minimax.training.loop import train  # noqa: E402
@@ -130,10 +132,20 @@ def test_held_out_levels_are_the_authors_hand_designed_ones():
     theirs, _ = load_evaluation_levels(["s/h4_thrust_aim"], static_env_params_override=PARAMS.objects()[2])
     assert_same_tree(levels[4].fixed_level, canonical_level(jax.tree.map(lambda x: x[0], theirs)))
     assert levels[4].params_for(PARAMS) == PARAMS
-    with pytest.raises(ValueError, match="--eval-suite m"):
-        held_out("s")[0].params_for(KinetixParams(size="m"))
-    with pytest.raises(ValueError, match="known suites: s, m, l"):
+    # Below the run's size class, a level plays in the run's slots, padded as the authors' loader pads it.
+    m = KinetixParams(size="m")
+    assert levels[4].params_for(m) == m.replace(level_size="s")
+    theirs_m, _ = load_evaluation_levels(["s/h4_thrust_aim"], static_env_params_override=m.objects()[2])
+    assert_same_tree(canonical_level(fit_level(levels[4].fixed_level, m)),
+                     canonical_level(jax.tree.map(lambda x: x[0], theirs_m)))
+    assert fit_level(levels[4].fixed_level, PARAMS) is levels[4].fixed_level
+    with pytest.raises(ValueError, match="does not fit the slots of size s"):
+        fit_level(canonical_level(jax.tree.map(lambda x: x[0], theirs_m)), PARAMS)
+    with pytest.raises(ValueError, match="holds size-m levels, larger than this run's size s"):
+        check_suite("m", PARAMS)
+    with pytest.raises(ValueError, match="known suites: s, m, l, all"):
         held_out("xl")
+    assert suite_sizes("all") == ("s", "m", "l") and sum(len(level_names(z)) for z in suite_sizes("all")) == 74
     spec = get_env("kinetix")
     assert spec.default_suite_for(tiny("/tmp", env="kinetix", kinetix_size="m").env) == "m"
 
@@ -229,7 +241,11 @@ def test_methods_that_cannot_apply_are_refused(tmp_path, capsys, monkeypatch):
     # (`UEDEnv.check_suite`; size m's 24 files took about 45 s to load here just to be refused).
     monkeypatch.setattr(kinetix_levels, "held_out_levels", lambda size: pytest.fail(f"loaded suite {size}"))
     for extra, message in ((["--method", "paired"], "--env kinetix has none"),
-                           (["--eval-suite", "m"], "size-m levels, and this run's levels are size s"),
+                           (["--eval-suite", "m"], "holds size-m levels, larger than this run's size s"),
+                           (["--kinetix-size", "m", "--eval-suite", "all"], "its suites are s, m"),
+                           (["--student", "transformer"], "add --kinetix-obs entity"),
+                           (["--kinetix-obs", "entity", "--student", "mlp"], "use --student transformer"),
+                           (["--kinetix-obs", "entity", "--transformer-heads", "6"], "a multiple of 4"),
                            (["--kinetix-size", "m", "--eval-suite", "xl"], "unknown Kinetix held-out suite 'xl'"),
                            (["--method", "robust_plr", "--score-function", "oracle_regret"], "oracle_regret"),
                            (["--method", "robust_plr", "--score-function", "least_confidence"], "least_confidence")):
@@ -254,6 +270,51 @@ def test_presets_are_the_kinetix_authors_configuration():
     want_sfl = dict(method="sfl", sfl_batches=3, sfl_batch_levels=4096, sfl_rollout_steps=512, sfl_set_size=1024,
                     sfl_refresh_every=128, sfl_set_fraction=0.5, num_steps=256)
     assert {k: sfl[k] for k in want_sfl} == want_sfl
+
+
+def test_the_transformer_presets_are_the_others_with_the_authors_student():
+    from minimax.config import PRESETS
+
+    for method in ("dr", "plr", "sfl"):
+        base, with_transformer = (PRESETS[f"kinetix_{method}{s}"].options() for s in ("", "_transformer"))
+        differ = {k for k in base if base[k] != with_transformer[k]}
+        assert differ == {"preset", "kinetix_obs", "student"}, method
+        assert (with_transformer["kinetix_obs"], with_transformer["student"]) == ("entity", "transformer")
+        assert with_transformer["transformer_layers"] == 2 and with_transformer["transformer_heads"] == 8
+
+
+@pytest.mark.e2e  # a size-m Kinetix program with a transformer student compiles for minutes here
+def test_a_transformer_trained_on_m_scores_the_s_suite_padded_and_reports_per_size(tmp_path):
+    """DR with a small entity transformer on size-m scenes, then `evaluate.py --suite s`: the size-s levels play
+    in the run's size-m slots (padded at reset), one row per level, beside the suite mean."""
+    small = dict(kinetix_size="m", kinetix_obs="entity", student="transformer", transformer_width=16,
+                 transformer_qkv=8, transformer_head_width=16, transformer_head_layers=1, num_updates=2)
+    cfg = tiny(tmp_path / "t", **{**KIN, **small}, method="dr", run_name="transformer")
+    train(cfg)
+    rows = read_rows(cfg.run_dir)
+    assert rows[-1]["update"] == 2 and np.isfinite(rows[-1]["policy_loss"])
+    evaluate_main([str(cfg.run_dir), "--suite", "s", "--episodes", "1", "--out", str(tmp_path / "e")])
+    doc = json.loads((tmp_path / "e" / "results.json").read_text())
+    assert list(doc["runs"][0]["mazes"]) == list(level_names("s"))
+    assert 0.0 <= doc["summary"]["suite_mean"]["solved_rate"]["mean"] <= 1.0
+
+
+def test_a_suite_of_several_size_classes_is_reported_per_class():
+    """`all` (levels named `<size>/<level>`) gets a mean per size class beside the suite mean, as the authors
+    report S / M / L / all; a suite of one class (or unprefixed names) gets the suite mean only."""
+    from types import SimpleNamespace
+
+    from minimax.evaluation.report import level_groups, summarize
+
+    names = ["s/a", "s/b", "m/c", "l/d"]
+    results = [{"mazes": {n: {"solved_rate": v, "return": v, "length": 1.0, "gap": 0.0}
+                          for n, v in zip(names, values)}} for values in ([1, 0, 1, 0], [1, 1, 0, 0])]
+    mazes = [SimpleNamespace(name=n) for n in names]
+    assert level_groups(mazes) == {"s": ["s/a", "s/b"], "m": ["m/c"], "l": ["l/d"]}
+    summary = summarize(results, mazes)
+    assert [summary[f"{g}_mean"]["solved_rate"]["mean"] for g in "sml"] == [0.75, 0.5, 0.0]
+    assert summary["suite_mean"]["solved_rate"]["mean"] == pytest.approx(0.5)
+    assert level_groups(mazes[:2]) == {} and level_groups([SimpleNamespace(name="SixteenRooms")] + mazes) == {}
 
 
 @pytest.mark.e2e  # over 20 s here (the default run leaves it out; --slow runs it)

@@ -126,7 +126,8 @@ class ModelConfig:
         check(self, self._rules)
 
     def _rules(self, c):
-        c.positive("recurrent_size", "conv_filters", "dir_embed_size", "head_hidden", "mlp_hidden", *TRANSFORMER_OPTIONS)
+        c.positive("recurrent_size", "conv_filters", "dir_embed_size", "head_hidden", "mlp_hidden",
+                   *TRANSFORMER_OPTIONS)
         if isinstance(self.transformer_heads, int) and self.transformer_heads > 0 and self.transformer_heads % 4:
             c.add(f"--transformer-heads must be a multiple of 4 (a quarter of the heads reads each of the 4 attention "
                   f"masks), got {self.transformer_heads}")

@@ -142,7 +142,8 @@ KINETIX_DR = dict(preset="kinetix_dr", method="dr", env="kinetix", kinetix_size=
 """The Kinetix authors' PPO (`FLAIROx/Kinetix`, `configs/ppo.yaml`: `learning/ppo-base.yaml` + `ppo-rnn.yaml`,
 `env_size/s.yaml`, `eval/s.yaml`): 2,048 envs x 64 steps, 8 epochs x 32 minibatches, gamma 0.995, lambda 0.9,
 clip 0.2, entropy 0.01, grad norm 1.0, a constant lr 5e-5, adam eps 1e-5; 2^30 steps (8,192 updates); 20 episodes
-per held-out level. Their default student is an entity transformer; ours the flat-symbolic MLP (`envs/kinetix`)."""
+per held-out level. Their default student is an entity transformer (the `*_transformer` presets below); these
+train the flat-symbolic MLP (`envs/kinetix`)."""
 
 KINETIX_PLR = {**KINETIX_DR, "preset": "kinetix_plr", "method": "plr", "num_steps": 256, "num_updates": 2048,
                "buffer_size": 4000, "replay_prob": 0.5, "score_function": "maxmc", "score_transform": "rank",
@@ -162,6 +163,17 @@ KINETIX_SFL = {**KINETIX_DR, "preset": "kinetix_sfl", "method": "sfl", "num_step
                "log_every": 128, "eval_every": 128}
 """Their SFL (`configs/sfl.yaml`, `ued/sfl.yaml`): 3 batches of 4,096 filtered random levels played 512 steps,
 the 1,024 most learnable kept, refreshed every 128 updates, half the envs on them; 256-step rollouts."""
+
+KINETIX_TRANSFORMER = dict(kinetix_obs="entity", student="transformer")
+"""The authors' default agent (`configs/env/entity.yaml`, `model/model-base.yaml`, `model-transformer.yaml`): the
+entity observation and their entity transformer (`models/entity_transformer.py`: its defaults are their config)."""
+
+KINETIX_DR_TRANSFORMER = {**KINETIX_DR, **KINETIX_TRANSFORMER, "preset": "kinetix_dr_transformer"}
+KINETIX_PLR_TRANSFORMER = {**KINETIX_PLR, **KINETIX_TRANSFORMER, "preset": "kinetix_plr_transformer"}
+KINETIX_SFL_TRANSFORMER = {**KINETIX_SFL, **KINETIX_TRANSFORMER, "preset": "kinetix_sfl_transformer"}
+"""`kinetix_dr`, `kinetix_plr` and `kinetix_sfl` with the authors' transformer student, as their `ppo.yaml`, `plr.yaml`
+and `sfl.yaml` run (size s by default, as theirs; their released general agents trained on size l:
+`--kinetix-size l`, evaluated with `evaluate.py --suite all`)."""
 
 PACE_MAZE = {**_preset("plr"), "preset": "pace", "score_function": "pace"}
 """PACE (arXiv 2605.01358; `curricula/pace.py`): robust PLR (Table 5's `plr`: p 0.5, rank prioritisation with
@@ -200,7 +212,9 @@ PRESET_OPTIONS: dict[str, dict] = {**{name: _preset(name) for name in (*TABLE_5,
                                    "ncc": NCC_MAZE, "ncc_reg": NCC_REG_MAZE, "jaxnav_dr": JAXNAV_DR,
                                    "jaxnav_plr": JAXNAV_PLR, "jaxnav_sfl": JAXNAV_SFL, "kinetix_dr": KINETIX_DR,
                                    "kinetix_plr": KINETIX_PLR, "kinetix_accel": KINETIX_ACCEL,
-                                   "kinetix_sfl": KINETIX_SFL, "pace": PACE_MAZE,
+                                   "kinetix_sfl": KINETIX_SFL, "kinetix_dr_transformer": KINETIX_DR_TRANSFORMER,
+                                   "kinetix_plr_transformer": KINETIX_PLR_TRANSFORMER,
+                                   "kinetix_sfl_transformer": KINETIX_SFL_TRANSFORMER, "pace": PACE_MAZE,
                                    "cenie": CENIE_MAZE, "accel_cenie": ACCEL_CENIE_MAZE, "traced": TRACED_MAZE,
                                    "remidi": REMIDI_MAZE}
 """The methods' published configurations, by preset name: the minimax report's with an LSTM student
