@@ -387,7 +387,9 @@ def test_presets_are_the_reports_table_5():
     # Kinetix authors' in test_kinetix.py)
     assert set(PRESETS) == (set(TABLE_5_COLUMNS) | {"paired", "pop_paired", "minimax_adversary", "sfl", "ncc",
                                                     "ncc_reg", "jaxnav_dr", "jaxnav_plr", "jaxnav_sfl", "kinetix_dr",
-                                                    "kinetix_plr", "kinetix_accel", "kinetix_sfl", "pace",
+                                                    "kinetix_plr", "kinetix_accel", "kinetix_sfl",
+                                                    "kinetix_dr_transformer", "kinetix_plr_transformer",
+                                                    "kinetix_sfl_transformer", "pace",
                                                     "cenie", "accel_cenie", "traced", "remidi"}
                             | set(TABLE_6_COLUMNS))
     assert_presets_are_the_table(TABLE_5_COLUMNS, ("dr", "robust_plr", "parallel_plr", "accel", "parallel_accel"),

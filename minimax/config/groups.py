@@ -108,7 +108,7 @@ class ModelConfig:
     """Units of each of the two tanh layers of the MLP student (vector observations: cartpole, pendulum, craftax)."""
     student: Literal["auto", "mlp", "transformer"] = "auto"
     """The student network: auto (the environment's own for its observation), mlp (flat vectors), or transformer
-    (the Kinetix authors' entity transformer, models/entity_transformer.py: --env kinetix --kinetix-obs entity)."""
+    (the Kinetix authors' entity transformer, models/entity_transformer.py, for Kinetix's entity observation)."""
     transformer_layers: int = 2
     """Attention layers of the entity transformer, each followed by the joints' and thrusters' messages."""
     transformer_heads: int = 8
