@@ -252,6 +252,11 @@ def test_methods_that_cannot_apply_are_refused(tmp_path, capsys, monkeypatch):
         with pytest.raises(SystemExit):
             main(["--env", "kinetix", *extra, "--out-dir", str(tmp_path), "--no-progress"])
         assert message in capsys.readouterr().err
+    # evaluate.py on a size-s run: a larger class's suite is one line, before any level file is read.
+    from minimax.evaluation.evaluate import EvaluateError, load_mazes
+
+    with pytest.raises(EvaluateError, match="holds size-m levels, larger than this run's size s"):
+        load_mazes("m", [], get_env("kinetix"), tiny(tmp_path, env="kinetix").env)
 
 
 def test_presets_are_the_kinetix_authors_configuration():

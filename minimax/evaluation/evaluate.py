@@ -64,12 +64,17 @@ def load_mazes(suite: str, level_files: list[str], spec: UEDEnv | None = None, o
     `options`; '' none) and level files."""
     spec = spec or get_env("maze")
     test_suite = spec.test_suite if options is None else spec.test_suite_for(options)
+    chosen = test_suite if suite == DEFAULT_SUITE else suite
     try:
-        mazes = list(spec.held_out(test_suite if suite == DEFAULT_SUITE else suite)) if suite else []
+        if chosen and options is not None and spec.check_suite is not None:  # before reading the suite's levels
+            spec.check_suite(chosen, spec.make_params(options))
+        mazes = list(spec.held_out(chosen)) if suite else []
         for path in level_files:
             if spec.load_levels is None:
                 raise ValueError(f"--levels: --env {spec.name} has no level file format")
             mazes += spec.load_levels(path)
+        for maze in mazes if options is not None else ():  # a level the runs' params cannot play: said here
+            maze.params_for(spec.make_params(options))
     except ValueError as e:
         raise EvaluateError(str(e)) from None
     names = [m.name for m in mazes]
