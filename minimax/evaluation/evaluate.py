@@ -66,15 +66,16 @@ def load_mazes(suite: str, level_files: list[str], spec: UEDEnv | None = None, o
     test_suite = spec.test_suite if options is None else spec.test_suite_for(options)
     chosen = test_suite if suite == DEFAULT_SUITE else suite
     try:
-        if chosen and options is not None and spec.check_suite is not None:  # before reading the suite's levels
-            spec.check_suite(chosen, spec.make_params(options))
+        train = None if options is None else spec.make_params(options)
+        if chosen and train is not None and spec.check_suite is not None:  # before reading the suite's levels
+            spec.check_suite(chosen, train)
         mazes = list(spec.held_out(chosen)) if suite else []
         for path in level_files:
             if spec.load_levels is None:
                 raise ValueError(f"--levels: --env {spec.name} has no level file format")
             mazes += spec.load_levels(path)
-        for maze in mazes if options is not None else ():  # a level the runs' params cannot play: said here
-            maze.params_for(spec.make_params(options))
+        for maze in mazes if train is not None else ():  # a level the runs' params cannot play: said here
+            maze.params_for(train)
     except ValueError as e:
         raise EvaluateError(str(e)) from None
     names = [m.name for m in mazes]
