@@ -2,6 +2,7 @@
 
     python tests/record_references.py remidi    # needs a snapshot of Michael-Beukman/ReMiDi (REMIDI_REPO)
     python tests/record_references.py kinetix_transformer    # needs kinetix-env (the README's Kinetix line)
+    python tests/record_references.py xland_rulesets    # needs a snapshot of dunnolab/xland-minigrid (XLAND_MINIGRID_REPO)
 
 Each recording names its source commit, the versions it ran under and this command in its JSON. The
 `reference` tier (`python -m pytest -m reference`, CI's floor leg) runs the same code live and checks the
@@ -74,7 +75,24 @@ def record_kinetix_transformer() -> None:
           "versions": versions(), "command": "python tests/record_references.py kinetix_transformer"})
 
 
-RECORDERS = {"gymnax": record_gymnax, "kinetix_transformer": record_kinetix_transformer, "remidi": record_remidi}
+def record_xland_rulesets() -> None:
+    import test_xland_rulesets as case  # noqa: PLC0415
+
+    commits = case.their_commits()
+    if commits is None:
+        raise SystemExit(f"no git snapshot of dunnolab/xland-minigrid at {case.REFERENCE}: set XLAND_MINIGRID_REPO")
+    arrays = {f"{version}_{kind}_{name}": value for (version, kind, count) in case.CASES
+              for name, value in case.their_rulesets(version, kind, count).items()}
+    save("xland_rulesets", arrays,
+         {"source": {version: f"dunnolab/xland-minigrid@{commit}" for version, commit in commits.items()},
+          "code": "scripts/ruleset_generator.py with scripts/generate_benchmarks.sh's arguments, seed 42",
+          "what": "the rulesets their script writes, per (version, benchmark kind, count) of "
+                  "tests/test_xland_rulesets.py: CASES", "versions": versions(),
+          "command": "XLAND_MINIGRID_REPO=<git dir> python tests/record_references.py xland_rulesets"})
+
+
+RECORDERS = {"gymnax": record_gymnax, "kinetix_transformer": record_kinetix_transformer, "remidi": record_remidi,
+             "xland_rulesets": record_xland_rulesets}
 
 if __name__ == "__main__":
     names = sys.argv[1:] or sorted(RECORDERS)

@@ -23,7 +23,7 @@ TINY = dict(maze_height=5, maze_width=5, n_walls=3, max_episode_steps=16, n_acti
             teacher_conv_filters=4, teacher_recurrent_size=8, teacher_noise_dim=3, progress=False)
 
 
-OTHER_ENVS = ("cartpole", "pendulum", "craftax", "jaxnav")
+OTHER_ENVS = ("cartpole", "pendulum", "craftax", "jaxnav", "xland")
 CONTRACT_ON_EVERY_ENV = ("dr", "accel")
 """The methods whose runner is traced on every environment in the contract tier: DR (the stream and the env's
 generator) and ACCEL (the buffer, replay and the env's mutator, with robust PLR's cycle inside). Every method is
@@ -47,7 +47,8 @@ def test_every_runner_keeps_the_contract(env, method):
         get_env(env)
     except ValueError as err:  # an optional package that is not installed (the registry says which)
         pytest.skip(str(err))
-    runner = build_runner(TrainConfig.from_options(method=method, env=env, **TINY))
+    extra = {"xland_pool": 64} if env == "xland" else {}  # a few rulesets: the contract, not the benchmark
+    runner = build_runner(TrainConfig.from_options(method=method, env=env, **TINY, **extra))
     assert isinstance(runner, Runner)
     assert (runner.num_envs, runner.num_steps) == (4, 8) and runner.local_fields == ()
     state = jax.eval_shape(runner.init, jax.random.key(0))

@@ -230,6 +230,7 @@ def _entry(module: str, attribute: str) -> Callable[[], UEDEnv]:
 from minimax.envs.jaxnav.options import NavOptions  # noqa: E402
 from minimax.envs.kinetix.options import KinetixOptions  # noqa: E402
 from minimax.envs.maze.options import MazeOptions  # noqa: E402
+from minimax.envs.xland.options import XLandOptions  # noqa: E402
 
 register("maze", _entry("minimax.envs.maze.spec", "MAZE"), options=MazeOptions)
 register("cartpole", _entry("minimax.envs.classic.spec", "CARTPOLE"))
@@ -237,3 +238,4 @@ register("pendulum", _entry("minimax.envs.classic.spec", "PENDULUM"))
 register("craftax", _entry("minimax.envs.craftax.spec", "CRAFTAX"), requires="craftax")
 register("jaxnav", _entry("minimax.envs.jaxnav.spec", "JAXNAV"), requires="jaxnav", options=NavOptions)
 register("kinetix", _entry("minimax.envs.kinetix.spec", "KINETIX"), requires="kinetix", options=KinetixOptions)
+register("xland", _entry("minimax.envs.xland.spec", "XLAND"), requires="xland", options=XLandOptions)

@@ -288,23 +288,28 @@ class EvalRunner:
 
 class SuiteEvaluator:
     """`evaluator(key, params) -> {"<level>/solved_rate": ..., "<level>/return": ..., "mean_...": ...}`:
-    the training loop's periodic evaluation on a list of held-out levels (`HeldOutLevel`s)."""
+    the training loop's periodic evaluation on a list of held-out levels (`HeldOutLevel`s). A suite of more than
+    `PER_LEVEL_LIMIT` levels (XLand's 1,000 rulesets) logs its means only: three columns per level would bury the
+    log (`evaluate.py` still reports every level)."""
+
+    PER_LEVEL_LIMIT = 100
 
     def __init__(self, runner: EvalRunner, levels: list):
         self.entries = list(levels)
         self.runner = runner
+        self.per_level = len(self.entries) <= self.PER_LEVEL_LIMIT
 
     def __call__(self, key, params) -> dict[str, float]:
-        metrics = {}
+        per_level = {}
         for name, result in self.runner.evaluate_held_out(key, params, self.entries).items():
             summary = result.summary()
             for stat in ("solved_rate", "return", "length"):
-                metrics[f"{name}/{stat}"] = summary[stat]
-        for stat in ("solved_rate", "return"):
-            metrics[f"mean_{stat}"] = float(np.mean([metrics[f"{m.name}/{stat}"] for m in self.entries]))
-        return metrics
+                per_level[f"{name}/{stat}"] = summary[stat]
+        means = {f"mean_{stat}": float(np.mean([per_level[f"{m.name}/{stat}"] for m in self.entries]))
+                 for stat in ("solved_rate", "return")}
+        return {**(per_level if self.per_level else {}), **means}
 
     @property
     def metric_names(self) -> list[str]:
         names = [f"{m.name}/{s}" for m in self.entries for s in ("solved_rate", "return", "length")]
-        return names + ["mean_solved_rate", "mean_return"]
+        return (names if self.per_level else []) + ["mean_solved_rate", "mean_return"]

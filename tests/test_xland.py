@@ -1,0 +1,176 @@
+"""XLand-MiniGrid with rulesets as levels (issue 73, `envs/xland/`): episodes are xminigrid's own, step for step;
+a level's start is a function of the level, its next episodes new rooms of the same ruleset; ACCEL's mutator
+keeps the task; the benchmark files and the suites; what is refused, in one line each; and a run that
+trains, logs and is evaluated from the command line."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+pytest.importorskip("xminigrid")
+
+import xminigrid  # noqa: E402
+from xminigrid.wrappers import GymAutoResetWrapper  # noqa: E402
+
+from minimax.envs.registry import get_env  # noqa: E402
+from minimax.envs.wrappers import ReplayAutoReset  # noqa: E402
+from minimax.envs.xland import benchmarks, rulesets  # noqa: E402
+from minimax.envs.xland.env import XLand, XLandLevel, raw_key  # noqa: E402
+from minimax.envs.xland.mutators import make_ruleset_mutator, named_tiles  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("MINIMAX_XLAND_DIR", str(tmp_path_factory.getbasetemp() / "xland"))
+
+
+def levels_of(kind: str, n: int, seed: int = 0) -> XLandLevel:
+    arrays = rulesets.generate(rulesets.KINDS[kind], n, "v3")
+    keys = jax.random.key_data(jax.random.split(jax.random.key(seed), n))
+    return XLandLevel(goal=jnp.asarray(arrays["goals"]), rules=jnp.asarray(arrays["rules"]),
+                      init_tiles=jnp.asarray(arrays["init_tiles"]), key=keys)
+
+
+def one(levels, i):
+    return jax.tree.map(lambda x: x[i], levels)
+
+
+def test_episodes_are_xminigrids_step_for_step():
+    """Observations, rewards and ends equal those of xminigrid's env under its GymAutoResetWrapper from the same
+    ruleset and key, over several episodes (the time limit cut to 40 steps so rooms are redrawn often)."""
+    env, params = XLand(), XLand().default_params(max_steps=40)
+    theirs, their_params = xminigrid.make("XLand-MiniGrid-R4-13x13", max_steps=40)
+    theirs = GymAutoResetWrapper(theirs)
+    levels = levels_of("trivial", 16)
+    wrapped = ReplayAutoReset(env)
+
+    def ours(level, actions):
+        obs, state = env.reset_to_level(None, level, params)
+
+        def step(state, a):
+            obs, state, r, d, _ = wrapped.step(jax.random.key(0), state, a, params)
+            return state, (obs["image"], r, d)
+        return obs["image"], jax.lax.scan(step, state, actions)[1]
+
+    def reference(level, actions):
+        p = their_params.replace(ruleset=level.ruleset)
+        ts = theirs.reset(p, jax.random.wrap_key_data(level.key))
+
+        def step(ts, a):
+            ts = theirs.step(p, ts, a)
+            return ts, (ts.observation, ts.reward, ts.last())
+        return ts.observation, jax.lax.scan(step, ts, actions)[1]
+
+    actions = jax.random.randint(jax.random.key(1), (16, 400), 0, 6)
+    first, (obs, reward, done) = jax.jit(jax.vmap(ours))(levels, actions)
+    their_first, (their_obs, their_reward, their_done) = jax.jit(jax.vmap(reference))(levels, actions)
+    np.testing.assert_array_equal(first, their_first)
+    np.testing.assert_array_equal(obs, their_obs)
+    np.testing.assert_array_equal(done, their_done)
+    np.testing.assert_allclose(reward, their_reward, rtol=1e-6, atol=1e-7)
+    assert done.sum() >= 16 * 10 and (reward > 0).any()  # restarts, and goals reached (1 - 0.9 t / 40)
+
+
+def test_a_level_starts_the_same_and_its_next_episodes_in_new_rooms():
+    env, params = XLand(), XLand().default_params()
+    level = one(levels_of("high", 4), 2)
+    a, b = env.init_state(level, params), env.init_state(level, params)
+    assert jax.tree.all(jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y)), a, b))
+    other = env.init_state(level.replace(key=raw_key(jax.random.key(99))), params)
+    assert not jnp.array_equal(a.engine.grid, other.engine.grid)
+    restarted = env.restart_state(a, params)
+    assert not jnp.array_equal(restarted.engine.grid, a.engine.grid)
+    objects = lambda s: sorted(map(tuple, np.asarray(s.engine.grid).reshape(-1, 2).tolist()))  # noqa: E731
+    assert objects(restarted) != objects(a) or not jnp.array_equal(restarted.engine.agent.position,
+                                                                    a.engine.agent.position)
+    placed = [t for t in map(tuple, np.asarray(level.init_tiles).tolist()) if t != (0, 0)]
+    for state in (a, restarted):  # the same objects in every room
+        cells = [tuple(c) for c in np.asarray(state.engine.grid).reshape(-1, 2).tolist()]
+        assert all(cells.count(t) >= placed.count(t) for t in placed)
+    assert jnp.array_equal(restarted.level.goal, level.goal) and restarted.engine.step_num == 0
+
+
+def test_the_mutator_keeps_the_task():
+    """Goal and rules never change; every object a rule or the goal names stays; added objects are new
+    tiles of the distractor kinds; rooms are redrawn; the shapes are the level's."""
+    levels = levels_of("high", 64)
+    mutate = jax.jit(jax.vmap(make_ruleset_mutator(6)))
+    children = mutate(jax.random.split(jax.random.key(3), 64), levels)
+    assert jax.tree.map(lambda a, b: a.shape == b.shape and a.dtype == b.dtype, children, levels)
+    np.testing.assert_array_equal(children.goal, levels.goal)
+    np.testing.assert_array_equal(children.rules, levels.rules)
+    allowed = set(rulesets.NEAR_LHS)
+    changed_tiles = changed_keys = 0
+    for i in range(64):
+        parent, child = one(levels, i), one(children, i)
+        named = set(map(tuple, np.asarray(named_tiles(parent)).tolist())) - {(0, 0)}
+        before = [tuple(t) for t in np.asarray(parent.init_tiles).tolist() if tuple(t) != (0, 0)]
+        after = [tuple(t) for t in np.asarray(child.init_tiles).tolist() if tuple(t) != (0, 0)]
+        assert [t for t in before if t in named] == [t for t in after if t in named]  # needed objects stay
+        added = [t for t in after if t not in before]
+        assert all(t in allowed and t not in named for t in added) and len(set(added)) == len(added)
+        changed_tiles += before != after
+        changed_keys += not np.array_equal(parent.key, child.key)
+    assert changed_tiles > 10 and changed_keys > 10
+
+
+def test_benchmark_files_cache_pad_and_refuse_what_is_not_one(tmp_path):
+    head = benchmarks.load("high-3m", "v2", 50)
+    assert head["rules"].shape[1:] == (18, 7) and head["init_tiles"].shape[1:] == (23, 2)  # the whole file's padding
+    again = benchmarks.load("high-3m", "v2", 50)  # from the cache
+    assert all(np.array_equal(head[k], again[k]) for k in head)
+    np.testing.assert_array_equal(head["goals"], rulesets.generate(rulesets.KINDS["high"], 50, "v2")["goals"])
+    (tmp_path / "bad.npz").write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match=r"bad.npz is not an XLand ruleset file"):
+        benchmarks.read(tmp_path / "bad.npz")
+    np.savez(tmp_path / "other.npz", goals=np.zeros((3, 5), np.uint8))
+    with pytest.raises(ValueError, match=r"other.npz is not an XLand ruleset file: it has no rules, init_tiles, "
+                                         r"num_rules \(it holds goals\)"):
+        benchmarks.read(tmp_path / "other.npz")
+    np.savez(tmp_path / "wide.npz", **{**head, "goals": np.zeros((50, 6), np.uint8)})
+    with pytest.raises(ValueError, match=r"goals is uint8\[50, 6\], not uint8 \[50, 5\]"):
+        benchmarks.read(tmp_path / "wide.npz")
+
+
+def test_sfl_draws_are_stored_as_their_jax_drew_them():
+    """The stored rows and reset keys are jax's non-partitionable threefry draws of SFL's code; the first rows
+    land where the recording of their evaluation pickle says (tests/test_xland_rulesets.py reads its rulesets)."""
+    stored = benchmarks.sfl_draws()
+    assert stored["rows"].shape == (10_000,) and stored["keys"].shape == (10_000, 2)
+    if hasattr(jax, "threefry_partitionable"):
+        drawn = benchmarks.draw_sfl()
+        np.testing.assert_array_equal(stored["rows"], drawn["rows"])
+        np.testing.assert_array_equal(stored["keys"], drawn["keys"])
+    assert list(stored["rows"][:3]) == [1665335, 838554, 2424516]
+
+
+def test_bad_input_is_one_line():
+    from minimax.config import ConfigError, TrainConfig  # noqa: PLC0415
+
+    spec = get_env("xland")
+    with pytest.raises(ValueError, match=r"unknown XLand evaluation suite 'tiny'; known suites: sfl, sfl-1k, head"):
+        spec.check_suite("tiny", None)
+    with pytest.raises(ConfigError, match=r"--xland-benchmark 'huge-9m' is not a v2 benchmark; known: trivial-1m, "):
+        TrainConfig.from_options(env="xland", xland_benchmark="huge-9m")
+    with pytest.raises(ConfigError, match=r"--xland-benchmark 'trivial-1m' is not a v3 benchmark; known: trivial-21k"):
+        TrainConfig.from_options(env="xland", xland_benchmark="trivial-1m", xland_version="v3")
+    with pytest.raises(ConfigError, match=r"--xland-pool must be >= 0, got -1"):
+        TrainConfig.from_options(env="xland", xland_pool=-1)
+
+
+def test_without_the_extra_the_install_line_is_said(tmp_path):
+    """`--env xland` where xminigrid is not installed: one line naming the extra to install."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    code = ("import sys; sys.modules['xminigrid'] = None; from minimax.cli.train import main; "
+            f"main(['--env', 'xland', '--num-updates', '1', '--out-dir', {str(tmp_path)!r}, '--no-progress'])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0
+    lines = [line for line in done.stderr.splitlines() if line and not line.startswith("compilation cache:")]
+    assert len(lines) == 1 and "pip install 'minimax[xland]'" in lines[0], done.stderr
