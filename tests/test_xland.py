@@ -174,3 +174,52 @@ def test_without_the_extra_the_install_line_is_said(tmp_path):
     assert done.returncode != 0
     lines = [line for line in done.stderr.splitlines() if line and not line.startswith("compilation cache:")]
     assert len(lines) == 1 and "pip install 'minimax[xland]'" in lines[0], done.stderr
+
+
+def test_a_trial_keeps_going_across_episodes_in_new_rooms():
+    """A trial of 35 steps over 10-step episodes: the learner's `done` only at its end; the level's episodes end
+    at 10, 20 and 30, each followed by a new room; the observation carries the previous action and reward."""
+    from minimax.envs.trials import Trials  # noqa: PLC0415
+
+    env = Trials(XLand())
+    params = env.default_params(steps=35, max_steps=10)
+    level = one(levels_of("high", 2), 1)
+    obs, state = env.reset_to_level(None, level, params)
+    assert set(obs) == {"image", "prev_action", "prev_reward"} and int(obs["prev_action"]) == 0
+    step = jax.jit(lambda s, a: env.step(jax.random.key(0), s, a, params))
+    ends, dones, rooms = [], [], [np.asarray(state.inner.engine.grid)]
+    for t in range(1, 36):
+        action = t % 3
+        obs, state, reward, done, info = step(state, action)
+        assert int(obs["prev_action"]) == action and float(obs["prev_reward"]) == float(reward)
+        if info["episode_done"]:
+            ends.append(t)
+            rooms.append(np.asarray(state.inner.engine.grid))
+            assert int(state.inner.engine.step_num) == 0
+        dones.append(bool(done))
+    assert ends == [10, 20, 30] and dones == [False] * 34 + [True]
+    assert not any(np.array_equal(a, b) for a, b in zip(rooms, rooms[1:]))
+    assert float(info["episode_stats"]["trial/episodes"]) == 3 and bool(info["truncated"])
+    short = env.default_params(episodes=2, max_steps=10)
+    assert short.max_steps == 20 and env.default_params(steps=35, episodes=2, max_steps=10).max_steps == 20
+
+
+def test_success_counts_read_the_episodes_of_a_trial():
+    """SFL's learnability counts a trial's episodes (`count_outcomes`), not trials: an unsolvable ruleset
+    (hold a red ball in a room without one) over two 35-step trials of 10-step episodes has 6 episodes, 0 won."""
+    from minimax.envs.trials import Trials  # noqa: PLC0415
+    from minimax.models.xland import XLandActorCritic  # noqa: PLC0415
+    from minimax.runners.rollout import count_outcomes  # noqa: PLC0415
+
+    env = Trials(XLand())
+    params = env.default_params(steps=35, max_steps=10)
+    goal = jnp.asarray([1, rulesets.BALL, rulesets.RED, 0, 0], jnp.uint8)
+    level = XLandLevel(goal=goal, rules=jnp.zeros((1, 7), jnp.uint8), init_tiles=jnp.zeros((1, 2), jnp.uint8),
+                       key=raw_key(jax.random.key(0)))
+    levels = jax.tree.map(lambda x: jnp.stack([x, x]), level)
+    model = XLandActorCritic(recurrent_cell="gru", recurrent_size=8, head_hidden=8)
+    obs = jax.tree.map(lambda x: x[None, None], env.get_obs(env.init_state(level, params), params))
+    variables = model.init(jax.random.key(1), model.initial_carry(1), obs, jnp.ones((1, 1), bool))
+    wins, episodes, _ = count_outcomes(jax.random.key(2), model.apply, variables, model.initial_carry, env, params,
+                                       levels, max_steps=70, stop_early=False)
+    assert list(np.asarray(episodes)) == [6, 6] and list(np.asarray(wins)) == [0, 0]

@@ -26,30 +26,36 @@ import jax.numpy as jnp
 import numpy as np
 
 from minimax.models.recurrent import resolve_unroll
+from minimax.envs.trials import TrialParams
 from minimax.runners.rollout import count_outcomes, policy_step
 
 
 def evaluate_levels(key, apply_fn, params, initial_carry, env, env_params, levels, greedy: bool = False,
                     chunk_steps: int = 1, unroll: int = 1):
     """First-episode `return`, `solved` and `length` per env for a batch of levels `[B]`, plus
-    `steps`: how many env steps the loop executed (a multiple of `chunk_steps`)."""
+    `steps`: how many env steps the loop executed (a multiple of `chunk_steps`). In meta-RL trials
+    (`envs/trials.py`) the episode is the trial and `solved` the fraction of its episodes solved."""
     n = jax.tree.leaves(levels)[0].shape[0]
     obs, state = jax.vmap(env.reset_to_level, in_axes=(None, 0, None))(key, levels, env_params)
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))  # per-env keys: stochastic dynamics (craftax's mobs)
     zeros = jnp.zeros((n,), jnp.float32)
     init = dict(key=key, state=state, obs=obs, carry=initial_carry, reset=jnp.ones((n,), bool),
                 active=jnp.ones((n,), bool), ret=zeros, solved=jnp.zeros((n,), bool),
-                length=jnp.zeros((n,), jnp.int32), t=jnp.zeros((), jnp.int32))
+                length=jnp.zeros((n,), jnp.int32), t=jnp.zeros((), jnp.int32),
+                inner_eps=jnp.zeros((n,), jnp.int32), inner_wins=jnp.zeros((n,), jnp.int32))
 
     def one_step(c, _):
         key, k_act, k_env = jax.random.split(c["key"], 3)
         carry, action, _, _, _ = policy_step(k_act, apply_fn, params, c["carry"], c["obs"], c["reset"], greedy)
         obs, state, reward, done, info = step(jax.random.split(k_env, n), c["state"], action, env_params)
         active = c["active"]
+        ended = active & info.get("episode_done", done)  # a meta-RL trial's episodes (envs/trials.py)
         return dict(key=key, state=state, obs=obs, carry=carry, reset=jnp.zeros_like(c["reset"]),
                     active=active & ~done, ret=c["ret"] + jnp.where(active, reward, 0.0),
                     solved=c["solved"] | (active & info["solved"]),
-                    length=c["length"] + active.astype(jnp.int32), t=c["t"] + 1), None
+                    length=c["length"] + active.astype(jnp.int32), t=c["t"] + 1,
+                    inner_eps=c["inner_eps"] + ended,
+                    inner_wins=c["inner_wins"] + (ended & info.get("episode_solved", info["solved"]))), None
 
     def cond(c):
         # Every episode ends by `max_steps` (truncation), so this also bounds the loop.
@@ -59,7 +65,10 @@ def evaluate_levels(key, apply_fn, params, initial_carry, env, env_params, level
         return jax.lax.scan(one_step, c, None, length=chunk_steps, unroll=min(unroll, chunk_steps))[0]
 
     out = jax.lax.while_loop(cond, body, init)
-    return {"return": out["ret"], "solved": out["solved"], "length": out["length"], "steps": out["t"]}
+    solved = out["solved"]
+    if isinstance(env_params, TrialParams):  # a trial's outcome is the rate of its episodes solved: SFL's win rate
+        solved = out["inner_wins"] / jnp.maximum(out["inner_eps"], 1)
+    return {"return": out["ret"], "solved": solved, "length": out["length"], "steps": out["t"]}
 
 
 def trace_episode(key, apply_fn, params, initial_carry, env, env_params, level, trace_state, greedy: bool = False):

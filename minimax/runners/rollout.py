@@ -222,10 +222,12 @@ def outcome_step(key, apply_fn, params, env, env_params, max_steps, episodes=Non
         carry, action, _, _, _ = policy_step(shard.env_keys(k_act, b), apply_fn, params, carry, obs, reset, greedy)
         obs, env_state, _, done, info = jax.vmap(replay.step, in_axes=(0, 0, 0, None))(
             shard.env_keys(k_env, b), env_state, action, env_params)
-        counted = done & (t < max_steps)
+        # Inside a meta-RL trial (envs/trials.py) the outcomes counted are its episodes', as SFL counts them.
+        ended, solved = info.get("episode_done", done), info.get("episode_solved", info["solved"])
+        counted = ended & (t < max_steps)
         if episodes is not None:
             counted = counted & (eps < episodes)
-        return (env_state, obs, carry, done, wins + (counted & info["solved"]), eps + counted), (done, info["solved"])
+        return (env_state, obs, carry, done, wins + (counted & solved), eps + counted), (ended, solved)
 
     return step
 

@@ -27,6 +27,12 @@ class XLandOptions:
     """The room layout (xminigrid's grid types: 1, 2, 4, 6 or 9 rooms); SFL and NCC use R4 on 13x13."""
     xland_size: int = 13
     """The room's height and width."""
+    xland_trial_steps: int = 0
+    """> 0: meta-RL trials of this many steps (envs/trials.py: the level's episodes one after another in new rooms,
+    the recurrent state kept, the previous action and reward observed; SFL and NCC: 4,096); 0: plain episodes."""
+    xland_trial_episodes: int = 0
+    """> 0: a trial also ends after this many episodes (with --xland-trial-steps 0: trials of exactly this many).
+    The evaluation suites of a trial-trained run play trials of 10 episodes, SFL's protocol, whatever this is."""
     xland_embed: int = 0
     """> 0: the student embeds tile and colour ids (this many units each) before its convolutions, as xminigrid's
     later baseline; 0: the raw ids, as SFL's and NCC's student (models/xland.py)."""
@@ -35,7 +41,7 @@ class XLandOptions:
         check(self, self._rules)
 
     def _rules(self, c):
-        c.non_negative("xland_pool", "xland_embed")
+        c.non_negative("xland_pool", "xland_embed", "xland_trial_steps", "xland_trial_episodes")
         c.positive("xland_size")
         known = BENCHMARKS.get(self.xland_version)
         if known is not None and self.xland_benchmark not in known:

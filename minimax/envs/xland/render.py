@@ -37,7 +37,7 @@ def render_levels(levels, params: XLandParams | None = None) -> np.ndarray:
 
 def trace_state(state) -> dict:
     """What a rendered episode needs of each step: the grid and where the agent stands and faces."""
-    engine = state.engine
+    engine = getattr(state, "inner", state).engine  # in a trial (envs/trials.py), its current episode
     return {"grid": engine.grid, "position": engine.agent.position, "direction": engine.agent.direction}
 
 

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from minimax.envs.registry import HeldOutLevel, UEDEnv
+from minimax.envs.trials import TrialParams, Trials
 from minimax.envs.xland import benchmarks
 from minimax.envs.xland.env import XLand, XLandLevel, XLandParams, level_identity, level_metrics, raw_key
 from minimax.envs.xland.mutators import MUTATORS
@@ -35,10 +36,26 @@ HEAD_ROWS = 100
 HELD_OUT_TAG = 0x71A4D
 
 
-def xland_params(options) -> XLandParams:
-    """The room and time limit of a run (`--max-episode-steps` 0: xminigrid's 3 x height x width)."""
-    return XLandParams(grid_type=options.xland_room, height=options.xland_size, width=options.xland_size,
+def trials(options) -> bool:
+    return bool(options.xland_trial_steps or options.xland_trial_episodes)
+
+
+def xland_params(options) -> XLandParams | TrialParams:
+    """The room and time limit of a run (`--max-episode-steps` 0: xminigrid's 3 x height x width), inside the
+    trial's params where the run plays trials."""
+    room = XLandParams(grid_type=options.xland_room, height=options.xland_size, width=options.xland_size,
                        max_steps=options.max_episode_steps or 0)
+    return TrialParams(room, options.xland_trial_steps, options.xland_trial_episodes) if trials(options) else room
+
+
+EVAL_TRIAL_EPISODES = 10
+"""Episodes of an evaluation trial (SFL's `xland_1_rollout_on_eval_rulesets.py`: 10, the recurrent state kept)."""
+
+
+def suite_params(train):
+    """A suite's params for a run's: its own room, in trials of `EVAL_TRIAL_EPISODES` episodes where it trains in
+    trials (SFL's win rate: the fraction of those episodes solved)."""
+    return TrialParams(train.inner, 0, EVAL_TRIAL_EPISODES) if isinstance(train, TrialParams) else train
 
 
 def _levels(arrays: dict, keys) -> XLandLevel:
@@ -80,7 +97,7 @@ def _suite(suite: str) -> tuple[HeldOutLevel, ...]:
     for i in range(len(keys)):
         level = jax.tree.map(lambda x, i=i: x[i], levels)
         entries.append(HeldOutLevel(name=f"{suite}/{i:05d}", sample=lambda key, lv=level: lv,
-                                    params_for=lambda train: train, fixed_level=level))
+                                    params_for=suite_params, fixed_level=level))
     return tuple(entries)
 
 
@@ -99,7 +116,7 @@ def xland_model(cfg):
 XLAND = UEDEnv(
     name="xland",
     description="XLand-MiniGrid (xminigrid): rulesets of its benchmarks as levels, in a four-room 13x13 grid",
-    make_env=lambda options: XLand(),
+    make_env=lambda options: Trials(XLand()) if trials(options) else XLand(),
     make_params=xland_params,
     make_generator=make_pool_generator,
     make_model=xland_model,
