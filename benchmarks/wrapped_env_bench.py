@@ -1,5 +1,5 @@
 """What the per-environment throughput benchmarks share (`craftax_throughput.py`, `jaxnav_throughput.py`,
-`kinetix_throughput.py`):
+`kinetix_throughput.py`, `xland_throughput.py`):
 our two wrapped modes of an environment, the checksum rollout, and the timing.
 
 - `ours_step(mode, env, params, generator, num_envs)`: `ours` is `ReplayAutoReset` (on done, back to the
@@ -52,7 +52,7 @@ def checksum_rollout(init, step):
             key, sub = jax.random.split(key)
             obs, state, reward, done, _ = step(sub, state, acts)
             # Consume the observation as a policy would, or XLA removes its computation.
-            return (state, key), (reward.sum() + obs.sum(), done.sum())
+            return (state, key), (reward.sum() + sum(x.sum() for x in jax.tree.leaves(obs)), done.sum())
 
         (state, key), (checksums, dones) = jax.lax.scan(body, (state, key), actions)
         return state, key, checksums.sum(), dones.sum()

@@ -223,3 +223,28 @@ def test_success_counts_read_the_episodes_of_a_trial():
     wins, episodes, _ = count_outcomes(jax.random.key(2), model.apply, variables, model.initial_carry, env, params,
                                        levels, max_steps=70, stop_early=False)
     assert list(np.asarray(episodes)) == [6, 6] and list(np.asarray(wins)) == [0, 0]
+
+
+@pytest.mark.e2e  # a run from the command line with its evaluation: about a minute here
+def test_the_dr_preset_trains_in_trials_and_is_evaluated(tmp_path):
+    """`--preset xland_dr` (SFL's XLand DR, shrunk to this CPU): trains in meta-RL trials, logs the trials'
+    episode statistics, and `evaluate.py` scores it on the quick suite in 10-episode trials (a win rate in
+    tenths)."""
+    from minimax.cli.train import main as train_main  # noqa: PLC0415
+    from minimax.config import PRESETS  # noqa: PLC0415
+    from minimax.evaluation.evaluate import main as evaluate_main  # noqa: PLC0415
+    from minimax.training.run_logs import read_rows  # noqa: PLC0415
+
+    cfg = PRESETS["xland_dr"]
+    assert (cfg.env.xland_trial_steps, cfg.num_envs, cfg.num_steps, cfg.model.recurrent_size) == (4096, 8192, 32, 1024)
+    train_main(["--preset", "xland_dr", "--num-envs", "16", "--num-updates", "4", "--xland-trial-steps", "48",
+                "--max-episode-steps", "16", "--recurrent-size", "16", "--head-hidden", "16", "--xland-pool", "256",
+                "--log-every", "2", "--eval-every", "0", "--checkpoint-every", "4", "--out-dir", str(tmp_path),
+                "--run-name", "dr", "--no-progress"])
+    rows = read_rows(tmp_path / "dr")
+    assert [r["update"] for r in rows] == [2, 4]
+    assert rows[-1]["trial/episodes"] >= 3 and 0 <= rows[-1]["trial/solved_rate"] <= 1  # 48-step trials, 16-step episodes
+    evaluate_main([str(tmp_path / "dr"), "--suite", "head", "--episodes", "1", "--out", str(tmp_path / "eval")])
+    doc = json.loads((tmp_path / "eval" / "results.json").read_text())
+    rates = [m["solved_rate"] for m in doc["runs"][0]["mazes"].values()]
+    assert len(rates) == 100 and all(round(r * 10, 6) == int(round(r * 10)) for r in rates)

@@ -175,6 +175,19 @@ KINETIX_SFL_TRANSFORMER = {**KINETIX_SFL, **KINETIX_TRANSFORMER, "preset": "kine
 and `sfl.yaml` run (size s by default, as theirs; their released general agents trained on size l:
 `--kinetix-size l`, evaluated with `evaluate.py --suite all`)."""
 
+XLAND_DR = dict(preset="xland_dr", method="dr", env="xland", xland_benchmark="high-3m", xland_version="v2",
+                xland_trial_steps=4096, num_updates=38_144, num_envs=8192, num_steps=32, n_epochs=1, n_minibatches=16,
+                lr=1e-3, anneal_lr=True, adam_eps=1e-8, gamma=0.99, gae_lambda=0.95, clip_eps=0.2, clip_value=True,
+                entropy_coef=0.01, value_coef=0.5, max_grad_norm=0.5, normalize_obs=False, recurrent_cell="gru",
+                recurrent_size=1024, head_hidden=256, log_every=128, eval_every=1280, eval_episodes=1,
+                checkpoint_every=1280)
+"""SFL's XLand DR (`xland/training/train_meta_task.py` of their code; xminigrid's meta-RL baseline): rulesets of
+`high-3m` (v2) in R4-13x13, meta-RL trials of 4,096 steps (a fresh ruleset per env at each trial's end), 8,192 envs
+x 32 steps per PPO update (128 per trial), 1 epoch x 16 minibatches, lr 1e-3 decayed linearly (theirs stepwise per
+trial), adam eps 1e-8, gamma 0.99, lambda 0.95, clip 0.2 (value too), entropy 0.01, grad norm 0.5; a GRU of 1,024
+with 256-unit heads (`models/xland.py`); 10^10 steps (298 trials: 38,144 updates). Evaluation: `evaluate.py
+--suite sfl` (10-episode trials on their 10,000 rulesets)."""
+
 PACE_MAZE = {**_preset("plr"), "preset": "pace", "score_function": "pace"}
 """PACE (arXiv 2605.01358; `curricula/pace.py`): robust PLR (Table 5's `plr`: p 0.5, rank prioritisation with
 temperature 0.1, staleness 0.3, a 4,000-level buffer) scoring levels by their PPO update's squared norm. The
@@ -216,7 +229,7 @@ PRESET_OPTIONS: dict[str, dict] = {**{name: _preset(name) for name in (*TABLE_5,
                                    "kinetix_plr_transformer": KINETIX_PLR_TRANSFORMER,
                                    "kinetix_sfl_transformer": KINETIX_SFL_TRANSFORMER, "pace": PACE_MAZE,
                                    "cenie": CENIE_MAZE, "accel_cenie": ACCEL_CENIE_MAZE, "traced": TRACED_MAZE,
-                                   "remidi": REMIDI_MAZE}
+                                   "remidi": REMIDI_MAZE, "xland_dr": XLAND_DR}
 """The methods' published configurations, by preset name: the minimax report's with an LSTM student
 (its Table 5; the learned-teacher presets share Table 5's PAIRED column) and with an S5
 student (its Table 6, `*_s5`; the S5 PAIRED teacher keeps Table 5's LSTM network, as the report
