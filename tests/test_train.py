@@ -183,6 +183,11 @@ def test_the_cli_presets_are_the_config_presets():
         if name.startswith("jaxnav_") and importlib.util.find_spec("jaxmarl") is None:
             continue  # as for Kinetix (jaxmarl: the `jaxnav` extra, which the newest leg leaves out)
         cfg = parse_config(["--preset", name])
+        if name.startswith("xland_"):  # SFL's XLand runs: meta-RL trials of 4,096 steps, episodes of 507
+            assert cfg == PRESETS[name]
+            assert (cfg.env.env_name, env_params(cfg).max_steps, env_params(cfg).inner.max_steps,
+                    cfg.effective_options()["eval_suite"]) == ("xland", 4096, 507, "sfl-1k")
+            continue
         assert cfg == PRESETS[name]
         if name.startswith("kinetix_"):  # the Kinetix authors' runs: their env, size s
             assert (cfg.env.env_name, env_params(cfg).max_steps, cfg.effective_options()["eval_suite"],
