@@ -390,7 +390,7 @@ def test_presets_are_the_reports_table_5():
                                                     "kinetix_plr", "kinetix_accel", "kinetix_sfl",
                                                     "kinetix_dr_transformer", "kinetix_plr_transformer",
                                                     "kinetix_sfl_transformer", "pace",
-                                                    "cenie", "accel_cenie", "traced", "remidi", "xland_dr"}
+                                                    "cenie", "accel_cenie", "traced", "remidi", "xland_dr", "xland_sfl"}
                             | set(TABLE_6_COLUMNS))
     assert_presets_are_the_table(TABLE_5_COLUMNS, ("dr", "robust_plr", "parallel_plr", "accel", "parallel_accel"),
                                  TABLE_5_SHARED, TABLE_5_ROWS)

@@ -123,6 +123,24 @@ def test_an_update_plays_fresh_levels_first_and_set_levels_last(runner, state):
     assert not all(in_set[:4])  # fresh generator levels (a 5x5 maze with 6 wall draws rarely repeats)
 
 
+def test_a_cycle_of_several_updates_keeps_its_levels_and_episodes():
+    """`--sfl-cycle-updates 2` (SFL's meta-RL keeps a trial's levels for its 128 updates): the second update of a
+    cycle continues the envs' episodes on the same levels; the next cycle starts new levels from their start."""
+    cycle = build_runner(TrainConfig.from_options(**{**SFL_TINY, "max_episode_steps": 64, "sfl_rollout_steps": 64,
+                                                     "sfl_cycle_updates": 2}, progress=False))
+    step = jax.jit(cycle.step)
+    first = jax.jit(cycle.init)(jax.random.key(3))
+    second, _ = step(first)
+    third, _ = step(second)
+    fourth, _ = step(third)
+    same = lambda a, b: bool(jnp.array_equal(a.levels.wall_map, b.levels.wall_map))  # noqa: E731
+    assert same(first, second) and not same(second, third) and same(third, fourth)
+    lengths = [np.asarray(s.stream.episode_length) for s in (second, third, fourth)]
+    # 64-step episodes of 16-step updates: only a continued episode is longer than an update (one can end early)
+    assert (lengths[0] <= 16).all() and (lengths[1] > 16).sum() >= 4 and (lengths[2] <= 16).all()
+    assert build_runner(TrainConfig.from_options(**SFL_TINY, progress=False)).init(jax.random.key(0)).stream is None
+
+
 @pytest.fixture(scope="module")
 def sfl_run(tmp_path_factory):
     """Two vmapped seeds, a refresh every 2 updates, checkpoints every 5."""
@@ -167,6 +185,7 @@ def test_sfl_preset_is_the_authors_maze_configuration():
     (dict(env="pendulum", recurrent_cell="none"), r"--method sfl scores levels by how often their episodes succeed"),
     (dict(sfl_batches=0), r"sfl_batches|--sfl-batches"),
     (dict(buffer_png=4), r"--buffer-png draws the PLR family's level buffer; --method sfl has none"),
+    (dict(sfl_cycle_updates=3), r"--sfl-refresh-every \(2\) must be a multiple of --sfl-cycle-updates \(3\)"),
 ])
 def test_bad_sfl_options_fail_naming_the_flag(options, message):
     with pytest.raises(ConfigError, match=message):

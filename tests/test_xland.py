@@ -248,3 +248,25 @@ def test_the_dr_preset_trains_in_trials_and_is_evaluated(tmp_path):
     doc = json.loads((tmp_path / "eval" / "results.json").read_text())
     rates = [m["solved_rate"] for m in doc["runs"][0]["mazes"].values()]
     assert len(rates) == 100 and all(round(r * 10, 6) == int(round(r * 10)) for r in rates)
+
+
+@pytest.mark.e2e  # a run from the command line: about a minute here
+def test_the_sfl_preset_keeps_a_trials_rulesets_for_its_updates(tmp_path):
+    """`--preset xland_sfl` (SFL's XLand SFL, shrunk): every env plays set rulesets, a trial's (here 2 updates of
+    16 steps) kept across its updates, the set refreshed between trials."""
+    from minimax.cli.train import main as train_main  # noqa: PLC0415
+    from minimax.config import PRESETS  # noqa: PLC0415
+    from minimax.training.run_logs import read_rows  # noqa: PLC0415
+
+    s = PRESETS["xland_sfl"].sfl
+    assert (s.sfl_batch_levels, s.sfl_rollout_steps, s.sfl_set_size, s.sfl_cycle_updates, s.sfl_set_fraction) == (
+        40_000, 5070, 8192, 128, 1.0)
+    train_main(["--preset", "xland_sfl", "--num-envs", "16", "--num-steps", "16", "--num-updates", "4",
+                "--xland-trial-steps", "32", "--max-episode-steps", "16", "--recurrent-size", "16", "--head-hidden", "16",
+                "--xland-pool", "256", "--sfl-batch-levels", "32", "--sfl-rollout-steps", "64", "--sfl-episodes", "4",
+                "--sfl-set-size", "8", "--sfl-refresh-every", "2", "--sfl-cycle-updates", "2", "--log-every", "4",
+                "--eval-every", "0", "--checkpoint-every", "0", "--out-dir", str(tmp_path), "--run-name", "sfl",
+                "--no-progress"])
+    (row,) = read_rows(tmp_path / "sfl")
+    assert row["buffer/refreshes"] == 2 and row["set/count"] == 4 * 16 and row["new/count"] == 0
+    assert row["trial/episodes"] >= 2  # each 32-step trial: two 16-step episodes (more where solved sooner)

@@ -188,6 +188,15 @@ trial), adam eps 1e-8, gamma 0.99, lambda 0.95, clip 0.2 (value too), entropy 0.
 with 256-unit heads (`models/xland.py`); 10^10 steps (298 trials: 38,144 updates). Evaluation: `evaluate.py
 --suite sfl` (10-episode trials on their 10,000 rulesets)."""
 
+XLAND_SFL = {**XLAND_DR, "preset": "xland_sfl", "method": "sfl", "num_updates": 21_760, "sfl_batches": 1,
+             "sfl_batch_levels": 40_000, "sfl_rollout_steps": 5070, "sfl_episodes": 5070, "sfl_set_size": 8192,
+             "sfl_refresh_every": 128, "sfl_set_fraction": 1.0, "sfl_cycle_updates": 128}
+"""SFL's XLand SFL (`xland/training/train_meta_task_sfl.py`): `xland_dr`'s learner; before every trial 40,000
+rulesets sampled and each played 5,070 steps (10 episodes' worth; every finished episode counts), the 8,192 of
+highest p (1 - p) kept, every env drawing its trial's ruleset from them (none fresh); a trial's rulesets kept
+for its 128 PPO updates; 5.7 x 10^9 steps (170 trials: 21,760 updates). Their scoring rollout is one 5,070-step
+trial; here a 4,096-step trial and 974 steps of a second (the run's trial length)."""
+
 PACE_MAZE = {**_preset("plr"), "preset": "pace", "score_function": "pace"}
 """PACE (arXiv 2605.01358; `curricula/pace.py`): robust PLR (Table 5's `plr`: p 0.5, rank prioritisation with
 temperature 0.1, staleness 0.3, a 4,000-level buffer) scoring levels by their PPO update's squared norm. The
@@ -229,7 +238,8 @@ PRESET_OPTIONS: dict[str, dict] = {**{name: _preset(name) for name in (*TABLE_5,
                                    "kinetix_plr_transformer": KINETIX_PLR_TRANSFORMER,
                                    "kinetix_sfl_transformer": KINETIX_SFL_TRANSFORMER, "pace": PACE_MAZE,
                                    "cenie": CENIE_MAZE, "accel_cenie": ACCEL_CENIE_MAZE, "traced": TRACED_MAZE,
-                                   "remidi": REMIDI_MAZE, "xland_dr": XLAND_DR}
+                                   "remidi": REMIDI_MAZE, "xland_dr": XLAND_DR,
+                                   "xland_sfl": XLAND_SFL}
 """The methods' published configurations, by preset name: the minimax report's with an LSTM student
 (its Table 5; the learned-teacher presets share Table 5's PAIRED column) and with an S5
 student (its Table 6, `*_s5`; the S5 PAIRED teacher keeps Table 5's LSTM network, as the report

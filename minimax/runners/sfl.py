@@ -9,7 +9,10 @@ estimates its success rate p from its first `sfl_episodes` completed episodes, a
 first N (1 - f) on fresh generator levels and the last N f on levels drawn uniformly from the
 set (f = `sfl_set_fraction`), each env replaying its level for the whole rollout, and makes
 one PPO update. The next update's levels are drawn at the end of an update (the first
-update plays fresh levels only), as the authors' code does.
+update plays fresh levels only), as the authors' code does. With `sfl_cycle_updates` K > 1 the levels
+are kept for K updates, each env continuing its episode across them, and drawn anew every K-th: SFL's
+XLand meta-RL keeps a meta-update's rulesets for the 128 PPO updates of a 4,096-step trial
+(`envs/trials.py`), its set refreshed once per trial (`sfl_refresh_every` a multiple of K).
 
 The sampling pass is one program: a `lax.while_loop` over chunks of steps that stops once
 every level has its episodes or the step limit is reached. Steps are keyed by their index,
@@ -40,7 +43,8 @@ from minimax.envs.wrappers import tree_select
 from minimax.core.metrics import level_metric_sums, mean_sums, reduce_over_devices
 from minimax.core.options import check
 from minimax.core.parallel import NO_SHARD, Shard
-from minimax.runners.rollout import count_outcomes, episode_metrics, play_levels, ppo_batch, regret_metrics
+from minimax.runners.rollout import (collect_rollout, count_outcomes, episode_metrics, play_levels, ppo_batch,
+                                     regret_metrics, replaying_step, start_stream)
 from minimax.core.methods import Method, episode_limit, register_method
 
 
@@ -65,6 +69,9 @@ class SFLConfig:
     """Fraction of the envs of an update that play levels of the set (the rest play fresh levels)."""
     sfl_chunk_steps: int = 50
     """Steps between the sampling pass's checks that every level has its episodes."""
+    sfl_cycle_updates: int = 1
+    """PPO updates an update's levels are kept for, each env continuing its episode across them (SFL's XLand
+    meta-RL: 128, the updates of one 4,096-step trial); 1: new levels every update (the maze's SFL)."""
 
     def __post_init__(self):
         check(self, self._rules)
@@ -72,8 +79,12 @@ class SFLConfig:
     @staticmethod
     def _rules(c):
         c.positive("sfl_batches", "sfl_batch_levels", "sfl_rollout_steps", "sfl_episodes", "sfl_set_size",
-                   "sfl_refresh_every", "sfl_chunk_steps")
+                   "sfl_refresh_every", "sfl_chunk_steps", "sfl_cycle_updates")
         c.unit("sfl_set_fraction")
+        k, every = c.obj.sfl_cycle_updates, c.obj.sfl_refresh_every
+        if isinstance(k, int) and isinstance(every, int) and k > 0 and every % k:
+            c.add(f"--sfl-refresh-every ({every}) must be a multiple of --sfl-cycle-updates ({k}): the set is "
+                  f"refreshed between cycles, not inside one")
 
     @property
     def sampled_levels(self) -> int:
@@ -104,6 +115,7 @@ class SFLState:
     levels: object            # [N local] the levels the next update plays
     key: jax.Array
     updates: jax.Array        # int32: PPO updates done
+    stream: object = None     # the envs' episodes in progress, kept across a cycle's updates (None: 1 per cycle)
 
 
 class SFLRunner:
@@ -148,7 +160,8 @@ class SFLRunner:
         first = jax.tree.map(lambda x: x[0], levels)
         return SFLState(train_state=create_train_state(self.model.apply, params, self.ppo),
                         learnable=empty_set(first, self.sfl.sfl_set_size), levels=levels, key=k_run,
-                        updates=jnp.zeros((), jnp.int32))
+                        updates=jnp.zeros((), jnp.int32),
+                        stream=start_stream(state0, obs, carry) if self.sfl.sfl_cycle_updates > 1 else None)
 
     # ------------------------------------------------------------------ the sampling pass
 
@@ -208,9 +221,7 @@ class SFLRunner:
         ts = state.train_state
         due = state.updates % self.sfl.sfl_refresh_every == 0
         learnable = self.refresh(k_refresh, ts.apply_fn, ts.params, state.learnable, due)
-        rollout = play_levels(k_play, self.env, self.env_params, ts.apply_fn, ts.params,
-                              self.model.initial_carry(self.local_envs), state.levels, self.num_steps, self.shard,
-                              self.ppo.unroll)
+        rollout, stream = self.play(k_play, ts, state)
         ts, metrics = ppo_update(k_update, ts, ppo_batch(rollout, self.ppo), self.ppo, self.shard)
         metrics.update(episode_metrics(rollout))
         metrics.update(self.group_metrics(state.levels, rollout))
@@ -220,9 +231,31 @@ class SFLRunner:
         metrics["env_steps"] = jnp.asarray(self.env_steps_per_update, jnp.int32)
         metrics["gradient_updates"] = jnp.ones((), jnp.int32)
         metrics["cycles"] = jnp.ones((), jnp.int32)
-        state = SFLState(train_state=ts, learnable=learnable, levels=self.next_levels(k_next, learnable), key=key,
-                         updates=state.updates + 1)
+        levels = self.next_levels(k_next, learnable)
+        if stream is not None:  # a cycle of several updates: new levels only at its end
+            levels = tree_select((state.updates + 1) % self.sfl.sfl_cycle_updates == 0, levels, state.levels)
+        state = SFLState(train_state=ts, learnable=learnable, levels=levels, key=key, updates=state.updates + 1,
+                         stream=stream)
         return state, metrics
+
+    def play(self, key, ts, state: SFLState):
+        """This update's rollout, and the episodes it leaves in progress where a cycle spans several updates (the
+        first update of a cycle starts its levels; the others continue)."""
+        carry = self.model.initial_carry(self.local_envs)
+        if state.stream is None:
+            return play_levels(key, self.env, self.env_params, ts.apply_fn, ts.params, carry, state.levels,
+                               self.num_steps, self.shard, self.ppo.unroll), None
+        env_state = jax.vmap(self.env.init_state, in_axes=(0, None))(state.levels, self.env_params)
+        fresh = start_stream(env_state, jax.vmap(self.env.get_obs, in_axes=(0, None))(env_state, self.env_params),
+                             carry)
+        stream = tree_select(state.updates % self.sfl.sfl_cycle_updates == 0, fresh, state.stream)
+        replay = replaying_step(self.env)
+
+        def env_step(k, env_state, actions):
+            keys = self.shard.env_keys(k, self.local_envs)
+            return jax.vmap(replay, in_axes=(0, 0, 0, None))(keys, env_state, actions, self.env_params)
+        return collect_rollout(key, ts.apply_fn, ts.params, env_step, stream, self.num_steps, self.shard,
+                               self.ppo.unroll)
 
     def group_metrics(self, levels, rollout) -> dict:
         """Return, solved rate and (where the environment knows the optimum) true regret of the envs on
