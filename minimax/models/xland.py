@@ -68,7 +68,8 @@ class XLandActorCritic(WithRecurrentCore):
         carry, h = self.core("core")(carry, jnp.concatenate(parts, axis=-1), reset)
 
         def head(out, gain, name):
-            y = nn.tanh(dense(self.head_hidden, self.matmul_dtype, kernel_init=orthogonal(2.0), name=f"{name}_hidden")(h))
+            hidden = dense(self.head_hidden, self.matmul_dtype, kernel_init=orthogonal(2.0), name=f"{name}_hidden")
+            y = nn.tanh(hidden(h))
             return dense(out, self.matmul_dtype, kernel_init=orthogonal(gain), name=f"{name}_out")(y)
 
         logits = head(self.n_actions, 0.01, "policy")
