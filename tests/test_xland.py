@@ -272,3 +272,21 @@ def test_the_sfl_preset_keeps_a_trials_rulesets_for_its_updates(tmp_path):
     (row,) = read_rows(tmp_path / "sfl")
     assert row["buffer/refreshes"] == 2 and row["set/count"] == 4 * 16 and row["new/count"] == 0
     assert row["trial/episodes"] >= 2  # each 32-step trial: two 16-step episodes (more where solved sooner)
+
+
+@pytest.mark.e2e  # about a minute here
+def test_the_student_learns_a_ruleset_across_a_trials_episodes(tmp_path):
+    """DR in 1,024-step trials on the first 2 rulesets of trivial-21k (v3) in a 9x9 room: one is 'stand next to the
+    orange goal tile and step into it', which a trained agent repeats in a few dozen steps, so a trial holds many
+    more (shorter) episodes and a larger return than at the start (4 of 243 steps each at random)."""
+    from minimax.cli.train import main as train_main  # noqa: PLC0415
+    from minimax.training.run_logs import read_rows  # noqa: PLC0415
+
+    train_main(["--preset", "xland_dr", "--xland-benchmark", "trivial-21k", "--xland-version", "v3", "--xland-pool", "2",
+                "--xland-room", "R1", "--xland-size", "9", "--num-envs", "64", "--n-minibatches", "4",
+                "--xland-trial-steps", "1024", "--recurrent-size", "128", "--head-hidden", "128", "--num-updates", "160",
+                "--log-every", "32", "--eval-every", "0", "--checkpoint-every", "160", "--out-dir", str(tmp_path),
+                "--run-name", "learn", "--no-progress"])
+    rows = read_rows(tmp_path / "learn")
+    first, last = rows[0], rows[-1]
+    assert last["trial/episodes"] > 2 * first["trial/episodes"] and last["train/return"] > 2 * first["train/return"]

@@ -14,6 +14,7 @@ benchmark here (benchmarks/RESULTS.md), so a prefix of a benchmark pads like the
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -73,6 +74,11 @@ def write(path, arrays: dict) -> None:
     os.replace(partial, path)
 
 
+def _announce(what: str, path: Path) -> None:
+    """Say on stderr that a long generation starts (a whole benchmark takes minutes), and where it goes."""
+    print(f"generating {what} (once; about 80 us each: cached in {path})", file=sys.stderr, flush=True)
+
+
 def load(name: str, version: str, count: int = 0) -> dict[str, np.ndarray]:
     """The first `count` rulesets (0: all) of benchmark `name` in `version`, padded as its whole file where
     `PADDING` knows it; generated into the cache on first use."""
@@ -82,6 +88,8 @@ def load(name: str, version: str, count: int = 0) -> dict[str, np.ndarray]:
     if path.exists():
         arrays = read(path)
     else:
+        if count >= 10_000:
+            _announce(f"{count:,} rulesets of {name} ({version})", path)
         arrays = rulesets.generate(config, count, version)
         if (version, name) in PADDING:
             arrays = padded(arrays, *PADDING[(version, name)])
@@ -124,6 +132,7 @@ def sfl_rulesets() -> dict[str, np.ndarray]:
         return read(path)
     rows = sfl_draws()["rows"].astype(np.int64)
     unique, where = np.unique(rows, return_inverse=True)
+    _announce("SFL's 10,000 evaluation rulesets from high-3m (v2)'s 3,000,000", path)
     config, total = rulesets.check_benchmark("high-3m", "v2")
     arrays = padded(rulesets.generate(config, total, "v2", keep=unique), *PADDING[("v2", "high-3m")])
     arrays = {name: a[where] for name, a in arrays.items()}
