@@ -137,6 +137,15 @@ def test_benchmark_files_cache_pad_and_refuse_what_is_not_one(tmp_path):
         benchmarks.read(tmp_path / "wide.npz")
 
 
+def test_every_benchmark_pads_as_its_whole_file():
+    """The paddings of `PADDING` bound every prefix (a whole benchmark's rows are the longest prefix)."""
+    for (version, name), (rules, tiles) in benchmarks.PADDING.items():
+        config, _ = rulesets.check_benchmark(name, version)
+        head = rulesets.generate(config, 2000, version)
+        assert head["rules"].shape[1] <= rules and head["init_tiles"].shape[1] <= tiles, (version, name)
+        assert benchmarks.load(name, version, 30)["init_tiles"].shape[1:] == (tiles, 2)
+
+
 def test_sfl_draws_are_stored_as_their_jax_drew_them():
     """The stored rows and reset keys are jax's non-partitionable threefry draws of SFL's code; the first rows
     land where the recording of their evaluation pickle says (tests/test_xland_rulesets.py reads its rulesets)."""
