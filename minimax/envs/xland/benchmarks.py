@@ -26,7 +26,7 @@ FIELDS = {"goals": (rulesets.GOAL_ENCODING,), "rules": (None, rulesets.RULE_ENCO
 PADDING = {("v2", "trivial-1m"): (1, 5), ("v2", "small-1m"): (4, 10), ("v2", "medium-1m"): (9, 16),
            ("v2", "medium-3m"): (9, 16), ("v2", "high-1m"): (18, 23), ("v2", "high-3m"): (18, 23),
            ("v3", "trivial-21k"): (1, 5), ("v3", "small-1m"): (4, 10), ("v3", "medium-1m"): (9, 16),
-           ("v3", "medium-3m"): (9, 16), ("v3", "high-1m"): (18, 23)}
+           ("v3", "medium-3m"): (9, 16), ("v3", "high-1m"): (18, 23), ("v3", "high-3m"): (18, 23)}
 """`{(version, name): (rules, tiles)}`: the whole file's padded shapes, measured by generating each whole benchmark
 here (`benchmarks/RESULTS.md`, issue 73); v2's `high-3m` is also the padding of SFL's evaluation pickle."""
 
