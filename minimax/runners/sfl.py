@@ -141,7 +141,8 @@ class SFLRunner:
 
     @property
     def local_fields(self) -> tuple[str, ...]:
-        return ("levels",) if self.shard.sharded else ()
+        kept = ("stream",) if self.sfl.sfl_cycle_updates > 1 else ()  # the envs' episodes in progress: this device's
+        return ("levels", *kept) if self.shard.sharded else ()
 
     @property
     def env_steps_per_update(self) -> int:
