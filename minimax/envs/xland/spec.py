@@ -64,8 +64,12 @@ def _levels(arrays: dict, keys) -> XLandLevel:
 
 
 def make_pool_generator(options):
-    """`generator(key) -> level`: a ruleset uniform over the pool, and a room key, from independent splits."""
-    pool = benchmarks.load(options.xland_benchmark, options.xland_version, options.xland_pool)
+    """`generator(key) -> level`: a ruleset uniform over the run's pool, and a room key, from independent splits."""
+    return pool_generator(benchmarks.load(options.xland_benchmark, options.xland_version, options.xland_pool))
+
+
+def pool_generator(pool: dict):
+    """`generator(key) -> level` over the rulesets of a benchmark file's arrays (`benchmarks.read`)."""
     goals, rules, tiles = (jnp.asarray(pool[n]) for n in ("goals", "rules", "init_tiles"))
     n = len(goals)
 
