@@ -384,13 +384,14 @@ TABLE_5_SHARED = dict(gae_lambda=0.98, num_steps=256, n_epochs=5, n_minibatches=
 def test_presets_are_the_reports_table_5():
     # (the learned-teacher presets, Table 5's PAIRED column, are checked in test_paired.py; SFL's
     # authors' configuration in test_sfl.py, NCC's in test_ncc.py, SFL's JaxNav ones in test_jaxnav.py, the
-    # Kinetix authors' in test_kinetix.py, SFL's XLand DR in test_xland.py)
+    # Kinetix authors' in test_kinetix.py, SFL's XLand presets in test_xland.py)
     assert set(PRESETS) == (set(TABLE_5_COLUMNS) | {"paired", "pop_paired", "minimax_adversary", "sfl", "ncc",
                                                     "ncc_reg", "jaxnav_dr", "jaxnav_plr", "jaxnav_sfl", "kinetix_dr",
                                                     "kinetix_plr", "kinetix_accel", "kinetix_sfl",
                                                     "kinetix_dr_transformer", "kinetix_plr_transformer",
                                                     "kinetix_sfl_transformer", "pace",
-                                                    "cenie", "accel_cenie", "traced", "remidi", "xland_dr", "xland_sfl"}
+                                                    "cenie", "accel_cenie", "traced", "remidi", "xland_dr", "xland_sfl",
+                                                    "xland_plr"}
                             | set(TABLE_6_COLUMNS))
     assert_presets_are_the_table(TABLE_5_COLUMNS, ("dr", "robust_plr", "parallel_plr", "accel", "parallel_accel"),
                                  TABLE_5_SHARED, TABLE_5_ROWS)

@@ -283,6 +283,30 @@ def test_the_sfl_preset_keeps_a_trials_rulesets_for_its_updates(tmp_path):
     assert row["trial/episodes"] >= 2  # each 32-step trial: two 16-step episodes (more where solved sooner)
 
 
+@pytest.mark.e2e  # a run from the command line: about half a minute here
+def test_the_plr_preset_scores_a_trials_rulesets_at_its_end(tmp_path):
+    """`--preset xland_plr` (SFL's XLand PLR, shrunk): a trial's rulesets (here 2 updates of 16 steps, 10-step
+    episodes: three end inside each 32-step trial) are kept for its updates and scored over its episodes at its end;
+    the buffer (16, full after the first trial) then replays."""
+    from minimax.cli.train import main as train_main  # noqa: PLC0415
+    from minimax.config import PRESETS  # noqa: PLC0415
+    from minimax.training.run_logs import read_rows  # noqa: PLC0415
+
+    c = PRESETS["xland_plr"]
+    assert (c.method, c.buffer.capacity, c.replay.replay_prob, c.curriculum.cycle_updates, c.curriculum.min_fill_ratio,
+            c.curriculum.score_function, c.buffer.score_transform, c.buffer.temperature) == (
+        "plr", 40_000, 0.95, 128, 1.0, "maxmc", "rank", 1.0)
+    train_main(["--preset", "xland_plr", "--num-envs", "16", "--num-steps", "16", "--num-updates", "8",
+                "--xland-trial-steps", "32", "--max-episode-steps", "10", "--recurrent-size", "16", "--head-hidden",
+                "16", "--xland-pool", "256", "--buffer-size", "16", "--cycle-updates", "2", "--log-every", "8",
+                "--eval-every", "0", "--checkpoint-every", "0", "--out-dir", str(tmp_path), "--run-name", "plr",
+                "--no-progress"])
+    (row,) = read_rows(tmp_path / "plr")
+    assert (row["gradient_updates"], row["cycles"], row["buffer/size"]) == (8, 8, 16)
+    assert row["new/count"] == 16 and row["replay/count"] + row["new/count"] == 4 * 16  # a group counted per trial
+    assert row["trial/episodes"] >= 3 and np.isfinite(row["new/score"])
+
+
 @pytest.mark.e2e  # about a minute here
 def test_the_student_learns_a_ruleset_across_a_trials_episodes(tmp_path):
     """DR in 1,024-step trials on the first 2 rulesets of trivial-21k (v3) in a 9x9 room: one is 'stand next to the

@@ -197,6 +197,16 @@ highest p (1 - p) kept, every env drawing its trial's ruleset from them (none fr
 for its 128 PPO updates; 5.7 x 10^9 steps (170 trials: 21,760 updates). Their scoring rollout is one 5,070-step
 trial; here a 4,096-step trial and 974 steps of a second (the run's trial length)."""
 
+XLAND_PLR = {**XLAND_DR, "preset": "xland_plr", "method": "plr", "buffer_size": 40_000, "replay_prob": 0.95,
+             "score_function": "maxmc", "score_transform": "rank", "temperature": 1.0, "staleness_coef": 0.3,
+             "min_fill_ratio": 1.0, "unique_levels": False, "buffer_replacement": "jaxued", "cycle_updates": 128}
+"""SFL's XLand PLR (`xland/training/train_meta_task_ued.py`, the PLR (MaxMC) row of their table): `xland_dr`'s
+learner and budget (10^10 steps); one replay decision per trial for the whole batch (p 0.95 once the 40,000-ruleset
+buffer is full), a trial's rulesets kept for its 128 PPO updates and scored at its end by MaxMC over all its
+episodes (`runners/plr_trials.py`), rank prioritisation with temperature 1, staleness 0.3, no duplicate check,
+jaxued's buffer (their `LevelSampler`), gradient updates on new rulesets too (`exploratory_grad_updates`: PLR, not
+robust PLR). MaxMC's max return of a replay is the best of its stored one and this trial's; theirs is this trial's."""
+
 PACE_MAZE = {**_preset("plr"), "preset": "pace", "score_function": "pace"}
 """PACE (arXiv 2605.01358; `curricula/pace.py`): robust PLR (Table 5's `plr`: p 0.5, rank prioritisation with
 temperature 0.1, staleness 0.3, a 4,000-level buffer) scoring levels by their PPO update's squared norm. The
@@ -239,7 +249,7 @@ PRESET_OPTIONS: dict[str, dict] = {**{name: _preset(name) for name in (*TABLE_5,
                                    "kinetix_sfl_transformer": KINETIX_SFL_TRANSFORMER, "pace": PACE_MAZE,
                                    "cenie": CENIE_MAZE, "accel_cenie": ACCEL_CENIE_MAZE, "traced": TRACED_MAZE,
                                    "remidi": REMIDI_MAZE, "xland_dr": XLAND_DR,
-                                   "xland_sfl": XLAND_SFL}
+                                   "xland_sfl": XLAND_SFL, "xland_plr": XLAND_PLR}
 """The methods' published configurations, by preset name: the minimax report's with an LSTM student
 (its Table 5; the learned-teacher presets share Table 5's PAIRED column) and with an S5
 student (its Table 6, `*_s5`; the S5 PAIRED teacher keeps Table 5's LSTM network, as the report

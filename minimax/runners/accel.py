@@ -10,7 +10,6 @@ accumulated edits. The pieces are `plr_parts.py`'s.
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
 from minimax.runners.branches import cond_or_zeros

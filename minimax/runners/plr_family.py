@@ -83,6 +83,10 @@ class CurriculumConfig:
     pace_advantages: Literal["batch", "level"] = "batch"
     """--score-function pace: advantages normalised by the batch's moments (the batch's update is the mean of the
     levels') or by the level's own (PPO on the level alone)."""
+    cycle_updates: int = 1
+    """PPO updates a cycle keeps its levels for (plr, robust_plr): one replay decision per cycle, its episodes and
+    recurrent state continued across the updates, the levels scored once over all of them at its end (meta-RL
+    trials, SFL's XLand protocol: 128; `runners/plr_trials.py`)."""
 
     def __post_init__(self):
         check(self, self._rules)
@@ -99,6 +103,8 @@ class CurriculumConfig:
             c.add(f"--score-function must be one of {', '.join(SCORES)}, got {c.obj.score_function!r}")
         c.integer("train_levels")
         c.integer("buffer_png")
+        if c.obj.cycle_updates < 1:
+            c.add(f"--cycle-updates must be >= 1, got {c.obj.cycle_updates}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,6 +150,7 @@ class PLRState:
     training_set: TrainingSet  # seen seeds (a 1-seed placeholder without a finite training set)
     key: jax.Array
     updates: jax.Array  # int32: gradient updates done (a step is one cycle, with or without one)
+    trial: object = None  # with --cycle-updates K > 1, the cycle in progress (`plr_trials.Trial`), else None
 
 
 class PLRFamilyRunner:
@@ -173,6 +180,8 @@ class PLRFamilyRunner:
     """Whether only replay cycles train (then `replay_prob` must be > 0 unless a finite training set is used)."""
     trains_every_cycle: bool = False
     """Whether every cycle makes a gradient update (plain PLR), so a unit of the update budget is one cycle."""
+    keeps_cycle_levels: bool = False
+    """Whether the method's cycle can keep its levels for `--cycle-updates` K > 1 PPO updates (`plr_trials.py`)."""
 
     def __init__(self, env, env_params, generator: Callable, model, ppo: PPOConfig, num_envs: int, num_steps: int,
                  buffer: BufferConfig, curriculum: CurriculumConfig, mutator: Callable | None = None,
@@ -197,8 +206,11 @@ class PLRFamilyRunner:
 
     @property
     def local_fields(self) -> tuple[str, ...]:
-        """State fields that differ per device (a leading device axis in the global state)."""
-        return () if self.global_buffer or not self.shard.sharded else ("buffer",)
+        """State fields that differ per device (a leading device axis in the global state): per-device buffers,
+        and the trial in progress of a multi-update cycle (its levels and episodes are the device's envs')."""
+        if not self.shard.sharded:
+            return ()
+        return (() if self.global_buffer else ("buffer",)) + (("trial",) if self.cur.cycle_updates > 1 else ())
 
     def init(self, key) -> PLRState:
         k_model, k_level, k_run = jax.random.split(key, 3)
@@ -222,4 +234,4 @@ class PLRFamilyRunner:
         p = 1.0 if self.groups > 1 else self.replay.replay_prob
         if self.cur.train_levels and self.cur.replay_schedule != "fixed":
             p = self.cur.ready_at(self.capacity) / self.cur.train_levels
-        return max_idle_cycles(p)
+        return max_idle_cycles(p) * self.cur.cycle_updates  # a cycle of K updates grows the buffer at its end only

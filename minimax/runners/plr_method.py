@@ -54,6 +54,7 @@ def plr_method(runner_class: type, summary: str = "", name: str = "", coin_repla
                   trains_only_on_replays=bool(runner_class.trains_only_on_replays),
                   problems=lambda cfg, spec: [*curriculum_problems(cfg, mutates),
                                               *replay_problems(cfg, runner_class, coin_replay),
+                                              *cycle_problems(cfg, runner_class),
                                               *(problems(cfg, spec) if problems is not None else ())],
                   device_splits=lambda cfg: device_splits(cfg, mutates), runner=runner_class, host=host)
 
@@ -64,6 +65,22 @@ def replay_problems(c, runner_class: type, coin_replay: bool):
     if (runner_class.trains_only_on_replays and coin_replay and c.replay.replay_prob <= 0
             and not c.curriculum.train_levels):
         yield f"--replay-prob must be > 0 for {c.method} (it trains only on replays), got {c.replay.replay_prob}"
+
+
+def cycle_problems(c, runner_class: type):
+    """`--cycle-updates` K > 1 (`plr_trials.py`) needs a method whose cycle keeps its levels, and neither a finite
+    training set (its seeds are marked seen per cycle) nor PACE (a score of one update's gradient)."""
+    k = c.curriculum.cycle_updates
+    if k == 1:
+        return
+    if not runner_class.keeps_cycle_levels:
+        yield (f"--cycle-updates {k} is not supported by {c.method}: it writes its own cycle (use plr or robust_plr, "
+               f"or --cycle-updates 1)")
+    if c.curriculum.train_levels:
+        yield f"--cycle-updates {k} cannot be used with --train-levels ({c.curriculum.train_levels}): use one or the other"
+    if c.curriculum.score_function == "pace":
+        yield (f"--cycle-updates {k} cannot be used with --score-function pace: PACE scores one update's gradient, "
+               f"not a cycle of several")
 
 
 def device_splits(c, mutates: bool) -> tuple[tuple[str, int], ...]:

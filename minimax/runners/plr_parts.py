@@ -132,17 +132,30 @@ def play(run: Run, key, params, buffer: LevelBuffer, levels, replayed=None) -> P
     gives the slots of levels drawn from the buffer; the others are found by the buffer's
     de-duplication (`locate`; a global buffer looks at every device's batch)."""
     n = jax.tree.leaves(levels)[0].shape[0]
+    slots, repeat, first = where_stored(run, buffer, levels, replayed)
+    rollout = play_levels(key, run.env, run.env_params, run.model.apply, params, run.model.initial_carry(n),
+                          levels, run.num_steps, run.shard, run.ppo.unroll)
+    return Played(levels, slots, repeat, first, rollout, ppo_batch(rollout, run.ppo), *optimal_facts(run, levels))
+
+
+def where_stored(run: Run, buffer: LevelBuffer, levels, replayed=None):
+    """`(slots, repeat, first)` of `Played` for a batch about to be played: replayed levels (`replayed` >= 0) are
+    their slots, the others are found by the buffer's de-duplication."""
+    n = jax.tree.leaves(levels)[0].shape[0]
     found = locate(buffer, _gathered(run, levels), run.buffer_cfg, run.level_identity)
     slots = _local(run, found.slots, n)
     if replayed is not None:
         slots = jnp.where(replayed >= 0, replayed, slots)
-    rollout = play_levels(key, run.env, run.env_params, run.model.apply, params, run.model.initial_carry(n),
-                          levels, run.num_steps, run.shard, run.ppo.unroll)
+    return slots, _local(run, found.repeat, n), found.first
+
+
+def optimal_facts(run: Run, levels):
+    """`(optimal returns, optimal action counts)` of `Played`, each None where the environment or the score
+    does not need it."""
     facts = None if run.level_facts is None else run.level_facts(levels, run.env_params)
     steps = facts[2] if facts is not None and len(facts) > 2 and SCORES[run.cur.score_function].needs_optimal_steps \
         else None
-    return Played(levels, slots, _local(run, found.repeat, n), found.first, rollout, ppo_batch(rollout, run.ppo),
-                  None if facts is None else facts[0], steps)
+    return None if facts is None else facts[0], steps
 
 
 def train(run: Run, key, train_state, batch, trainable):

@@ -51,6 +51,8 @@ class Rollout:
     episode_stats: dict      # {name: float32[T, N]}: the env's `info["episode_stats"]` where `dones`, else 0
     init_carry: Any          # [N, ...] recurrent carry before step 0
     last_value: jax.Array    # [N]: value of the observation after step T-1 (for GAE)
+    episode_ends: Any = None    # bool[T, N]: inside a meta-RL trial (`envs/trials.py`), its episodes' ends, else None
+    episode_solves: Any = None  # bool[T, N]: ...those that succeeded (the trial's `dones` and `solved` are its own)
 
 
 def start_stream(env_state, obs, carry) -> EnvStream:
@@ -97,7 +99,6 @@ def collect_rollout(key, apply_fn, params, env_step: Callable, stream: EnvStream
     steps the whole batch with auto-reset. Returns `(rollout, stream)`. Actions are sampled
     with per-env keys from the global batch (`shard`), so a sharded rollout equals the
     matching slice of an unsharded one."""
-    n = stream.reset.shape[0]
     act_noise, env_keys = rollout_randomness(key, apply_fn, params, stream, num_steps, shard)
 
     def step(stream: EnvStream, inputs):
@@ -113,6 +114,8 @@ def collect_rollout(key, apply_fn, params, env_step: Callable, stream: EnvStream
                    episode_lengths=jnp.where(done, ep_length, 0),
                    episode_stats={k: jnp.where(done, jnp.asarray(v, jnp.float32), 0.0)
                                   for k, v in info.get("episode_stats", {}).items()})
+        if "episode_done" in info:  # a meta-RL trial: its episodes, for a score over them (`runners/plr_trials.py`)
+            out.update(episode_ends=info["episode_done"], episode_solves=info["episode_solved"])
         stream = EnvStream(env_state=env_state, obs=obs, reset=done, carry=carry,
                            episode_return=jnp.where(done, 0.0, ep_return),
                            episode_length=jnp.where(done, 0, ep_length))
@@ -154,18 +157,26 @@ def play_levels(key, env, env_params, apply_fn, params, initial_carry, levels, n
     """`num_steps` steps of one env per level from its start, each env replaying its level when an
     episode ends (the PLR family's replays and scoring, the students of PAIRED). `initial_carry`:
     the recurrent carry for the batch (zeroed anyway: the first observation starts an episode)."""
-    replay_step = replaying_step(env)
-    n = jax.tree.leaves(levels)[0].shape[0]
+    return continue_levels(key, env, env_params, apply_fn, params, start_levels(env, env_params, levels, initial_carry),
+                           num_steps, shard, unroll)[0]
 
-    def env_step(key, env_state, actions):
-        keys = shard.env_keys(key, n)
-        return jax.vmap(replay_step, in_axes=(0, 0, 0, None))(keys, env_state, actions, env_params)
 
+def start_levels(env, env_params, levels, initial_carry) -> EnvStream:
+    """The stream of one env per level at its start."""
     env_state = jax.vmap(env.init_state, in_axes=(0, None))(levels, env_params)
-    obs = jax.vmap(env.get_obs, in_axes=(0, None))(env_state, env_params)
-    rollout, _ = collect_rollout(key, apply_fn, params, env_step, start_stream(env_state, obs, initial_carry),
-                                 num_steps, shard, unroll)
-    return rollout
+    return start_stream(env_state, jax.vmap(env.get_obs, in_axes=(0, None))(env_state, env_params), initial_carry)
+
+
+def continue_levels(key, env, env_params, apply_fn, params, stream: EnvStream, num_steps: int,
+                    shard: Shard = NO_SHARD, unroll: int = 1):
+    """`(rollout, stream)`: `num_steps` more steps of the episodes in progress in `stream`, each env replaying its
+    level when an episode ends (levels kept for several updates: SFL's and the PLR family's `--*cycle-updates`)."""
+    replay_step = replaying_step(env)
+    n = stream.reset.shape[0]
+
+    def env_step(k, env_state, actions):
+        return jax.vmap(replay_step, in_axes=(0, 0, 0, None))(shard.env_keys(k, n), env_state, actions, env_params)
+    return collect_rollout(key, apply_fn, params, env_step, stream, num_steps, shard, unroll)
 
 
 def count_outcomes(key, apply_fn, params, initial_carry, env, env_params, levels, max_steps: int,

@@ -43,8 +43,8 @@ from minimax.envs.wrappers import tree_select
 from minimax.core.metrics import level_metric_sums, mean_sums, reduce_over_devices
 from minimax.core.options import check
 from minimax.core.parallel import NO_SHARD, Shard
-from minimax.runners.rollout import (collect_rollout, count_outcomes, episode_metrics, play_levels, ppo_batch,
-                                     regret_metrics, replaying_step, start_stream)
+from minimax.runners.rollout import (continue_levels, count_outcomes, episode_metrics, play_levels, ppo_batch,
+                                     regret_metrics, start_levels, start_stream)
 from minimax.core.methods import Method, episode_limit, register_method
 
 
@@ -246,17 +246,10 @@ class SFLRunner:
         if state.stream is None:
             return play_levels(key, self.env, self.env_params, ts.apply_fn, ts.params, carry, state.levels,
                                self.num_steps, self.shard, self.ppo.unroll), None
-        env_state = jax.vmap(self.env.init_state, in_axes=(0, None))(state.levels, self.env_params)
-        fresh = start_stream(env_state, jax.vmap(self.env.get_obs, in_axes=(0, None))(env_state, self.env_params),
-                             carry)
+        fresh = start_levels(self.env, self.env_params, state.levels, carry)
         stream = tree_select(state.updates % self.sfl.sfl_cycle_updates == 0, fresh, state.stream)
-        replay = replaying_step(self.env)
-
-        def env_step(k, env_state, actions):
-            keys = self.shard.env_keys(k, self.local_envs)
-            return jax.vmap(replay, in_axes=(0, 0, 0, None))(keys, env_state, actions, self.env_params)
-        return collect_rollout(key, ts.apply_fn, ts.params, env_step, stream, self.num_steps, self.shard,
-                               self.ppo.unroll)
+        return continue_levels(key, self.env, self.env_params, ts.apply_fn, ts.params, stream, self.num_steps,
+                               self.shard, self.ppo.unroll)
 
     def group_metrics(self, levels, rollout) -> dict:
         """Return, solved rate and (where the environment knows the optimum) true regret of the envs on
