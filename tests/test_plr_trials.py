@@ -11,7 +11,7 @@ from minimax.config import ConfigError, TrainConfig
 from minimax.training.builder import build_runner
 from minimax.training.loop import train
 from minimax.training.run_logs import read_rows
-from run_helpers import tiny
+from run_helpers import tiny, without_timing
 
 pytestmark = pytest.mark.contract
 
@@ -94,6 +94,19 @@ def test_the_update_budget_counts_a_cycles_updates(tmp_path):
     train(cfg)
     (row,) = read_rows(cfg.run_dir)
     assert (row["gradient_updates"], row["cycles"], row["buffer/size"]) == (4, 6, 4)
+
+
+@pytest.mark.e2e  # three runs of the loop: about a minute here
+def test_a_run_cut_inside_a_cycle_resumes_exactly(tmp_path):
+    """plain PLR, K = 3: a run stopped after 4 updates (inside its second cycle: the trial's levels, episodes and
+    record are in the checkpoint) and resumed to 6 logs what the uncut run logs."""
+    opts = {**TRIALS, "method": "plr", "replay_prob": 1.0}
+    whole = tiny(tmp_path, **opts, num_updates=6, log_every=2, eval_every=0, checkpoint_every=2, run_name="whole")
+    train(whole)
+    cut = whole.replace(run_name="cut", num_updates=4)
+    train(cut)
+    train(cut.replace(resume=True, num_updates=6))
+    assert without_timing(read_rows(cut.run_dir)) == without_timing(read_rows(whole.run_dir))
 
 
 @pytest.mark.parametrize("options, message", [

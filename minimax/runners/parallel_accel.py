@@ -25,7 +25,6 @@ class ParallelACCELRunner(ParallelPLRRunner):
     def level_groups(self, key, ready, buffer, new):
         """Parallel PLR's groups and a third: the children of the replayed levels (their parents' stored
         scores pick them), or new levels before the buffer is ready."""
-        n = self.n
         buffer, idx, groups, no_edits = super().level_groups(key, ready, buffer, new)
         slots = jnp.maximum(idx, 0)
         children, edits = mutate(self, jax.random.split(key)[1], groups[1], buffer.scores[slots],
