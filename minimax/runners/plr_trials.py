@@ -80,11 +80,12 @@ def begin_trial(run, buffer, levels, replayed, replay, record: TrialRecord) -> T
                  phase=jnp.zeros((), jnp.int32), stream=stream, record=record)
 
 
-def empty_trial(run, level, params) -> Trial:
-    """The state's trial before the first step (which begins a real one): `level` on every env, a zero record."""
+def empty_trial(run, buffer, params) -> Trial:
+    """The state's trial before the first step (which begins a real one): the buffer's first (placeholder) level on
+    every env and a zero record."""
     n = run.n
-    levels = jax.tree.map(lambda x: jnp.broadcast_to(x, (n,) + x.shape), level)
-    stream = start_levels(run.env, run.env_params, levels, run.model.initial_carry(n))
+    levels = jax.tree.map(lambda x: jnp.broadcast_to(x[0], (n,) + x.shape[1:]), buffer.levels)
+    stream = start_levels(run.env, run.env_params, levels, run.model.initial_carry(n))  # shapes only
     one_step = jax.tree.map(lambda x: x[None], stream.obs)
     policy = jax.eval_shape(run.model.apply, params, stream.carry, one_step, stream.reset[None])[1]  # [1, n, ...]
     length = run.cur.cycle_updates * run.num_steps
@@ -92,10 +93,7 @@ def empty_trial(run, level, params) -> Trial:
     record = TrialRecord(rewards=zeros(jnp.float32), values=zeros(jnp.float32), ends=zeros(bool), solves=zeros(bool),
                          advantages=zeros(jnp.float32),
                          policy=jax.tree.map(lambda s: jnp.zeros((length,) + s.shape[1:], s.dtype), policy))
-    batch = n * run.shard.size if run.global_buffer else n  # `first` indexes the batch the buffer sees
-    return Trial(levels=levels, slots=jnp.full((n,), -1, jnp.int32), repeat=jnp.zeros((n,), bool),
-                 first=jnp.arange(batch, dtype=jnp.int32), replay=jnp.zeros((), bool), phase=jnp.zeros((), jnp.int32),
-                 stream=stream, record=record)
+    return begin_trial(run, buffer, levels, None, False, record)
 
 
 def write_record(record: TrialRecord, rollout: Rollout, batch, phase) -> TrialRecord:

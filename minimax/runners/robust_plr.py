@@ -14,7 +14,6 @@ writes its own cycle, with a mutation rollout after each replay. The pieces are 
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
 from minimax.runners.plr_family import PLRState
@@ -39,8 +38,7 @@ class RobustPLRRunner(CoinReplayRunner):
         state = super().init(key)
         if self.cur.cycle_updates == 1:
             return state
-        level = jax.tree.map(lambda x: x[0], state.buffer.levels)
-        return state.replace(trial=empty_trial(self, level, state.train_state.params))
+        return state.replace(trial=empty_trial(self, state.buffer, state.train_state.params))
 
     def replay_decision(self, state: PLRState):
         """The coin where a cycle begins; inside a cycle of several updates, the decision its first update drew."""
