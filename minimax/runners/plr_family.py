@@ -150,7 +150,9 @@ class PLRState:
     training_set: TrainingSet  # seen seeds (a 1-seed placeholder without a finite training set)
     key: jax.Array
     updates: jax.Array  # int32: gradient updates done (a step is one cycle, with or without one)
-    trial: object = None  # with --cycle-updates K > 1, the cycle in progress (`plr_trials.Trial`), else None
+    # With --cycle-updates K > 1 the state is `plr_trials.PLRTrialState`, which adds the cycle in progress. It is
+    # not a field here (None by default): Orbax finds a field in the target that a checkpoint lacks a mismatch
+    # even when it is None, so a field here would make every PLR checkpoint written before it unrestorable.
 
 
 class PLRFamilyRunner:

@@ -8,7 +8,7 @@ every episode the trial finished), and only then offered to the buffer (new leve
 (replays). With `--cycle-updates K` plain and robust PLR (`robust_plr.py`) run this cycle: a trial is
 K steps of the runner, each one PPO update of `--num-steps` steps, trained as the method trains
 (plain PLR on every update, robust PLR on a replayed trial's only). K = 1 is the one-update cycle,
-and its state has no trial (checkpoints of it restore as before).
+and its state is `PLRState`, without the trial (`PLRTrialState`), so its checkpoints restore as before.
 
 What the score sees is the trial's record, time-major `[K x T, n]`: the rewards, the values, the ends
 and successes of its episodes (inside a meta-RL trial, `envs/trials.py`, the trial's own episodes,
@@ -66,6 +66,20 @@ class Trial:
     phase: jax.Array        # int32: the trial's updates done; 0: the next step starts a new trial
     stream: EnvStream       # the episodes in progress
     record: TrialRecord
+
+
+@struct.dataclass
+class PLRTrialState(PLRState):
+    """A PLR state with a cycle of K > 1 updates in progress (a K = 1 run's state is `PLRState`, as it was before
+    cycles existed, so that its checkpoints restore)."""
+
+    trial: Trial = None
+
+
+def with_trial(state: PLRState, trial: Trial) -> PLRTrialState:
+    """`state`'s fields with `trial` as the cycle in progress."""
+    return PLRTrialState(train_state=state.train_state, buffer=state.buffer, training_set=state.training_set,
+                         key=state.key, updates=state.updates, trial=trial)
 
 
 class _Batch(NamedTuple):
@@ -153,7 +167,7 @@ def trial_cycle(run, state: PLRState, replay):
     metrics.update(groups)
     state, metrics = finish(run, state, train_state, buffer, state.training_set, keys.next, metrics, rollout, replay,
                             trains, run.num_envs * run.num_steps)
-    return state.replace(trial=trial), metrics
+    return with_trial(state, trial), metrics
 
 
 def trial_replay_decision(run, state: PLRState, coin):

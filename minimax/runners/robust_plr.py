@@ -20,7 +20,7 @@ from minimax.runners.plr_family import PLRState
 from minimax.runners.plr_method import plr_method
 from minimax.runners.plr_parts import (CoinReplayRunner, cycle_keys, finish, mark_stored, new_levels, play,
                                        played_groups, replay_or_count, score_and_offer, train)
-from minimax.runners.plr_trials import empty_trial, trial_cycle, trial_replay_decision
+from minimax.runners.plr_trials import PLRTrialState, empty_trial, trial_cycle, trial_replay_decision, with_trial
 from minimax.core.methods import register_method
 
 
@@ -38,17 +38,17 @@ class RobustPLRRunner(CoinReplayRunner):
         state = super().init(key)
         if self.cur.cycle_updates == 1:
             return state
-        return state.replace(trial=empty_trial(self, state.buffer, state.train_state.params))
+        return with_trial(state, empty_trial(self, state.buffer, state.train_state.params))
 
     def replay_decision(self, state: PLRState):
         """The coin where a cycle begins; inside a cycle of several updates, the decision its first update drew."""
         coin = super().replay_decision(state)
-        return coin if state.trial is None else trial_replay_decision(self, state, coin)
+        return coin if not isinstance(state, PLRTrialState) else trial_replay_decision(self, state, coin)
 
     def cycle(self, state: PLRState, replay):
         """One cycle with the replay decision given (a traced bool, or a Python bool that builds one side):
         replayed or new levels, played, trained on (`trains_on`), scored and offered."""
-        if state.trial is not None:  # --cycle-updates K > 1: this is one update of a K-update cycle
+        if isinstance(state, PLRTrialState):  # --cycle-updates K > 1: this is one update of a K-update cycle
             return trial_cycle(self, state, replay)
         n, params = self.n, state.train_state.params
         key, _, k_new, k_sample, k_roll, k_upd, _ = cycle_keys(state.key)
