@@ -100,6 +100,18 @@ def main(out_dir):
                                   "stored": int(np.asarray(after.buffer.filled).sum()),
                                   "finite": bool(np.isfinite(np.asarray(metrics["policy_loss_sum"])).all())}
 
+    # PLR's cycles of several updates (`--cycle-updates`, `runners/plr_trials.py`) keep the trial per device: two
+    # trials of 2 updates, buffers written at each trial's end only.
+    out["trials"] = {}
+    for global_buffer in (False, True):
+        cfg = plr.replace(cycle_updates=2, global_buffer=global_buffer)
+        _, mid, _ = one_update(cfg, updates=1)
+        _, after, _ = one_update(cfg, updates=4)
+        out["trials"]["global" if global_buffer else "per_device"] = {
+            "updates": int(after.updates), "phase": np.asarray(after.trial.phase).tolist(),
+            "stored_mid_trial": int(np.asarray(mid.buffer.filled).sum()),
+            "stored": int(np.asarray(after.buffer.filled).sum())}
+
     # The update budget's loop of cycles runs sharded too: one PPO update of ACCEL takes its two cycles.
     _, after, metrics = one_update(plr.replace(method="accel", replay_prob=1.0, n_mutations=2), updates=1)
     out["accel_one_update"] = {k: np.asarray(metrics[k]).tolist() for k in ("cycles", "gradient_updates", "stalled")}

@@ -183,6 +183,10 @@ def test_every_plr_runner_steps_sharded(checks):
         assert m["env_steps"] == [per_cycle, second] and m["stored"] > 0, (method, m)
     # Under the update budget the same two cycles are one unit: the loop of cycles runs inside shard_map.
     assert checks[0]["accel_one_update"] == {"cycles": [2], "gradient_updates": [1], "stalled": [False]}
+    # PLR's multi-update cycles keep their trial per device (both buffer layouts): the buffers are written at a
+    # trial's end, never inside it, and the phase is back at 0 after two whole trials.
+    for layout, t in checks[0]["trials"].items():
+        assert t["updates"] == 4 and t["phase"] == [0, 0] and t["stored_mid_trial"] == 0 and t["stored"] > 0, (layout, t)
 
 
 def test_seeds_times_devices_matches_each_seed_alone(checks):

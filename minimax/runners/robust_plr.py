@@ -34,6 +34,11 @@ class RobustPLRRunner(CoinReplayRunner):
 
     keeps_cycle_levels = True
 
+    @property
+    def state_type(self):
+        """`PLRTrialState` with a cycle of several updates (`--cycle-updates`), else the family's `PLRState`."""
+        return PLRTrialState if self.cur.cycle_updates > 1 else PLRState
+
     def init(self, key) -> PLRState:
         state = super().init(key)
         if self.cur.cycle_updates == 1:
