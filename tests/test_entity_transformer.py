@@ -9,6 +9,7 @@ outputs compared are their logits and values, which distrax does not touch."""
 
 from __future__ import annotations
 
+import functools
 import sys
 import types
 
@@ -17,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax.traverse_util import flatten_dict
+from run_helpers import FULL_OPTIMISATION
 
 pytest.importorskip("kinetix")
 
@@ -262,7 +264,7 @@ def test_the_transformer_learns_two_size_s_levels():
     model, n = make_model(cfg), 64
     played = jax.tree.map(lambda x: jnp.repeat(x, n // 2, axis=0), levels)
 
-    @jax.jit
+    @functools.partial(jax.jit, compiler_options=FULL_OPTIMISATION)  # it runs for seconds: see run_helpers
     def score(params):
         out = evaluate_levels(jax.random.key(7), model.apply, params, model.initial_carry(n), make_env(cfg),
                               env_params(cfg), played)
@@ -270,7 +272,7 @@ def test_the_transformer_learns_two_size_s_levels():
 
     state = jax.jit(runner.init)(jax.random.key(0))
     return_before, solved_before = score(state.train_state.params)
-    state, metrics = jax.jit(make_chunk(runner, 60))(state)
+    state, metrics = jax.jit(make_chunk(runner, 60), compiler_options=FULL_OPTIMISATION)(state)
     return_after, solved_after = score(state.train_state.params)
     assert return_after > 2 * return_before and return_after > return_before + 0.25, (return_before, return_after)
     assert solved_after > 2 * solved_before and solved_after > solved_before + 0.1, (solved_before, solved_after)
