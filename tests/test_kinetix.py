@@ -259,6 +259,38 @@ def test_methods_that_cannot_apply_are_refused(tmp_path, capsys, monkeypatch):
         load_mazes("m", [], get_env("kinetix"), tiny(tmp_path, env="kinetix").env)
 
 
+def test_a_level_file_names_hand_designed_levels_and_bad_ones_are_one_line(tmp_path, capsys, monkeypatch):
+    """`--train-level-file` / `evaluate.py --levels` for Kinetix: `<size>/<level>` names, one per line (the
+    authors' `train_levels_list`); the training levels must be the run's size class. The levels are stand-ins
+    here (reading the wheel's files costs seconds); the size-m run below trains on the real ones."""
+    import minimax.envs.kinetix.levels as kinetix_levels
+    from minimax.envs.kinetix.levels import check_training_level, load_level_file
+
+    names = level_names("s")
+    stand_ins = {size: tuple((n, object()) for n in level_names(size)) for size in ("s", "m")}
+    monkeypatch.setattr(kinetix_levels, "held_out_levels", stand_ins.get)
+    good = tmp_path / "good.txt"
+    good.write_text(f"# two levels\n{names[3]}\n\n{names[0]}  # the first\n")
+    entries = load_level_file(str(good))
+    by_name = {h.name: h for h in held_out("s")}
+    assert [e.name for e in entries] == [names[3], names[0]] and entries[0].fixed_level is by_name[names[3]].fixed_level
+    assert check_training_level(entries[0], tiny(tmp_path, env="kinetix").env) is None
+    assert check_training_level(entries[0], tiny(tmp_path, env="kinetix", kinetix_size="m").env) == \
+        f"level {names[3]!r} is size s, the training levels are --kinetix-size m"
+    for text, message in ((f"{names[0]}\ns/no_such_level\n", "line 2: 's/no_such_level' is not a hand-designed"),
+                          ("xl/h0\n", "line 1: 'xl/h0' is not a hand-designed Kinetix level"),
+                          ("# nothing\n", "names no level")):
+        (tmp_path / "bad.txt").write_text(text)
+        with pytest.raises(ValueError, match=message):
+            load_level_file(str(tmp_path / "bad.txt"))
+    with pytest.raises(ValueError, match="cannot read Kinetix level file"):
+        load_level_file(str(tmp_path / "missing.txt"))
+    with pytest.raises(SystemExit):  # refused before anything is built
+        main(["--env", "kinetix", "--kinetix-size", "m", "--train-level-file", str(good), "--out-dir", str(tmp_path),
+              "--no-progress"])
+    assert "is size s, the training levels are --kinetix-size m" in capsys.readouterr().err
+
+
 def test_presets_are_the_kinetix_authors_configuration():
     """`configs/ppo.yaml`, `plr.yaml`, `sfl.yaml` of FLAIROx/Kinetix (ppo-base, ued/plr, ued/accel, ued/sfl)."""
     from minimax.config import PRESETS
@@ -288,12 +320,17 @@ def test_the_transformer_presets_are_the_others_with_the_authors_student():
         assert with_transformer["transformer_layers"] == 2 and with_transformer["transformer_heads"] == 8
 
 
-@pytest.mark.e2e  # a size-m Kinetix program with a transformer student compiles for minutes here
+@pytest.mark.e2e  # a size-m Kinetix program with a transformer student: about a minute here
 def test_a_transformer_trained_on_m_scores_the_s_suite_padded_and_reports_per_size(tmp_path):
-    """DR with a small entity transformer on size-m scenes, then `evaluate.py --suite s`: the size-s levels play
-    in the run's size-m slots (padded at reset), one row per level, beside the suite mean."""
+    """DR with a small entity transformer on two size-m scenes of a level file (the authors' `train_level_mode:
+    list`; the size-m sampler would add two minutes of compilation, and the generator is tested above), then
+    `evaluate.py --suite s`: the size-s levels play in the run's size-m slots (padded at reset), one row per
+    level, beside the suite mean."""
+    levels = tmp_path / "m_levels.txt"
+    levels.write_text("# two of the hand-designed size-m levels\n" + "\n".join(level_names("m")[:2]) + "\n")
     small = dict(kinetix_size="m", kinetix_obs="entity", student="transformer", transformer_width=16,
-                 transformer_qkv=8, transformer_head_width=16, transformer_head_layers=1, num_updates=2)
+                 transformer_qkv=8, transformer_head_width=16, transformer_head_layers=1, num_updates=2,
+                 train_level_file=str(levels))
     cfg = tiny(tmp_path / "t", **{**KIN, **small}, method="dr", run_name="transformer")
     train(cfg)
     rows = read_rows(cfg.run_dir)

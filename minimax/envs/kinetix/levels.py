@@ -153,6 +153,40 @@ def held_out(suite: str) -> list[HeldOutLevel]:
     return entries
 
 
+def load_level_file(path: str) -> list[HeldOutLevel]:
+    """The hand-designed levels a text file names, one `<size>/<level>` per line as the suites name them (blank
+    lines and `#` comments skipped): the authors' `train_level_mode: list` with its `train_levels_list`, for
+    `--train-level-file` (DR draws among them, the PLR family takes them as its training set) and
+    `evaluate.py --levels`. Bad files are `ValueError`s naming the line."""
+    try:
+        lines = open(path).read().splitlines()
+    except OSError as err:
+        raise ValueError(f"cannot read Kinetix level file {path}: {err.strerror}") from None
+    entries = []
+    for number, line in enumerate(lines, 1):
+        name = line.split("#", 1)[0].strip()
+        if not name:
+            continue
+        size = name.split("/", 1)[0]
+        known = {entry.name: entry for entry in held_out(size)} if size in SIZES else {}
+        if name not in known:
+            raise ValueError(f"{path}, line {number}: {name!r} is not a hand-designed Kinetix level (names are "
+                             f"<size>/<level> with size one of {', '.join(SIZES)}, e.g. {level_names('s')[0]!r})")
+        entries.append(known[name])
+    if not entries:
+        raise ValueError(f"Kinetix level file {path} names no level")
+    return entries
+
+
+def check_training_level(entry: HeldOutLevel, options) -> str | None:
+    """Why a level of a `--train-level-file` cannot be a training level of the run, or None: the training levels
+    are the run's size class (one shape per batch; the smaller classes are padded at evaluation only)."""
+    size = entry.name.split("/", 1)[0]
+    if size != options.kinetix_size:
+        return f"level {entry.name!r} is size {size}, the training levels are --kinetix-size {options.kinetix_size}"
+    return None
+
+
 def level_metrics(level: EnvState) -> dict[str, jax.Array]:
     """How much a level holds (active shapes, joints, thrusters) and whether the goal is a fixed shape."""
     return {"n_shapes": (jnp.sum(level.polygon.active) + jnp.sum(level.circle.active)).astype(jnp.float32),

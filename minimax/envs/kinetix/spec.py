@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from minimax.envs.kinetix.env import KinetixParams, KinetixSingle, action_nvec
 from minimax.envs.kinetix.render import render_episode, render_levels, trace_state
-from minimax.envs.kinetix.levels import SUITES, check_suite, held_out, level_metrics, make_kinetix_generator, \
-    make_kinetix_mutator
+from minimax.envs.kinetix.levels import SUITES, check_suite, check_training_level, held_out, level_metrics, \
+    load_level_file, make_kinetix_generator, make_kinetix_mutator
 from minimax.envs.registry import UEDEnv
 
 
@@ -74,6 +74,8 @@ KINETIX = UEDEnv(
     test_suite="s",
     default_suite_of=lambda options: options.kinetix_size,
     check_suite=check_suite,
+    load_levels=load_level_file,
+    check_training_level=check_training_level,
     mutators={"kinetix": make_kinetix_mutator},
     level_metrics=level_metrics,
     binary_outcome=True,     # solved: a green shape touched a blue one
