@@ -13,9 +13,8 @@ from portable_run import DATA, TIMING
 from minimax.cli.train import main
 from minimax.training.run_logs import read_rows
 
-pytestmark = pytest.mark.e2e  # tests/conftest.py's tiers: the command line, faults, jobs, processes
 
-
+@pytest.mark.e2e  # tests/conftest.py's tiers: a run resumed from the command line
 def test_a_run_written_by_the_floor_versions_resumes_here_with_the_same_next_update(tmp_path):
     saved = json.loads((DATA / "config.json").read_text())["versions"]
     run = tmp_path / "portable"
@@ -36,3 +35,20 @@ def test_a_run_written_by_the_floor_versions_resumes_here_with_the_same_next_upd
         if not ok:
             wrong[key] = (value, expected)
     assert not wrong, f"resumed with {json.loads((run / 'config.json').read_text())['versions']}, written with {saved}: {wrong}"
+
+
+@pytest.mark.contract  # a runner is built and its state traced (no program compiled): a few seconds
+def test_the_checked_in_checkpoint_restores_into_the_state_this_version_builds():
+    """The structure check of the test above without its run, in the default tiers: a field added to a method's
+    state (even one that is None by default: Orbax refuses a target with a key the checkpoint lacks) must not
+    make earlier checkpoints unrestorable. (`PLRState.trial` did, until it moved to `PLRTrialState`.)"""
+    import jax
+
+    from minimax.config import TrainConfig
+    from minimax.training.builder import build_runner
+    from minimax.training.checkpoint import Checkpointer
+
+    cfg = TrainConfig.load(DATA / "config.json")
+    abstract = jax.eval_shape(build_runner(cfg).init, jax.random.key(0))
+    state, meta = Checkpointer(DATA / "checkpoints").restore(abstract, 2)
+    assert jax.tree.structure(state) == jax.tree.structure(abstract) and meta
