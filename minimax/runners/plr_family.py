@@ -151,8 +151,8 @@ class PLRState:
     key: jax.Array
     updates: jax.Array  # int32: gradient updates done (a step is one cycle, with or without one)
     # With --cycle-updates K > 1 the state is `plr_trials.PLRTrialState`, which adds the cycle in progress. It is
-    # not a field here (None by default): Orbax finds a field in the target that a checkpoint lacks a mismatch
-    # even when it is None, so a field here would make every PLR checkpoint written before it unrestorable.
+    # not a field here, None by default: Orbax refuses to restore into a state with a field the checkpoint lacks,
+    # even a None one, so such a field would make every PLR checkpoint written before it unrestorable.
 
 
 class PLRFamilyRunner:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -159,7 +160,7 @@ def load_level_file(path: str) -> list[HeldOutLevel]:
     `--train-level-file` (DR draws among them, the PLR family takes them as its training set) and
     `evaluate.py --levels`. Bad files are `ValueError`s naming the line."""
     try:
-        lines = open(path).read().splitlines()
+        lines = Path(path).read_text().splitlines()
     except OSError as err:
         raise ValueError(f"cannot read Kinetix level file {path}: {err.strerror}") from None
     entries = []
