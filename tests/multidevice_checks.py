@@ -26,8 +26,9 @@ PAIRED_TINY = dict(max_episode_steps=12, teacher_n_walls=4, teacher_conv_filters
                    teacher_noise_dim=3, teacher_n_epochs=1, teacher_lr=3e-3)
 
 
-def one_update(cfg, updates=1, budget="updates"):
-    """(state after init, state after `updates` units of `budget`, metrics) of cfg on its device layout, on the host."""
+def one_update(cfg, updates=1, budget="updates", times=1):
+    """(state after init, state after `updates` units of `budget`, metrics) of cfg on its device layout, on the host;
+    with `times` > 1, the states after each of `times` such chunks (one program), as a list."""
     layout = device_layout(cfg)
     runner = build_runner(cfg, layout.shard)
     keys, _ = seed_keys(layout)
@@ -36,8 +37,11 @@ def one_update(cfg, updates=1, budget="updates"):
     # Compiled as train.py compiles its chunks (donating the state), so train() below reuses it.
     step = jax.jit(distribute_step(make_chunk(runner, updates, budget), runner, layout), donate_argnums=0)
     ahead = np.zeros(len(layout.seeds), np.int32) if layout.multi_seed else np.int32(0)  # as train.py passes it
-    after, metrics = step(state, ahead)
-    return before, jax.device_get(after), jax.device_get(metrics)
+    afters = []
+    for _ in range(times):
+        state, metrics = step(state, ahead)
+        afters.append(jax.device_get(state))
+    return before, afters[0] if times == 1 else afters, jax.device_get(metrics)
 
 
 def max_param_diff(a, b):
@@ -105,8 +109,7 @@ def main(out_dir):
     out["trials"] = {}
     for global_buffer in (False, True):
         cfg = plr.replace(cycle_updates=2, global_buffer=global_buffer)
-        _, mid, _ = one_update(cfg, updates=1)
-        _, after, _ = one_update(cfg, updates=4)
+        _, (mid, *_, after), _ = one_update(cfg, updates=1, times=4)
         out["trials"]["global" if global_buffer else "per_device"] = {
             "updates": int(after.updates), "phase": np.asarray(after.trial.phase).tolist(),
             "stored_mid_trial": int(np.asarray(mid.buffer.filled).sum()),
