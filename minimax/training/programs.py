@@ -31,6 +31,12 @@ from minimax.training.budget import LABEL, make_chunk
 from minimax.training.builder import run_parts, runner_from
 from minimax.training.devices import DeviceLayout, distribute_init, distribute_step
 
+CHUNK_COMPILER_OPTIONS: dict = {}
+"""XLA compiler options for the chunks (`jax.stages.Lowered.compile`); empty: XLA's own. A test suite that compiles
+its many small programs cheaply (`tests/conftest.py`: LLVM at -O0) sets full optimisation here around a test
+whose chunk runs for many seconds."""
+
+
 HOST_OPTIONS = ("run_name", "out_dir", "resume", "overwrite", "preset", "progress", "wandb", "wandb_project",
                 "keep_checkpoints", "buffer_png", "eval_every", "checkpoint_every", "seed", "seeds", "num_seeds",
                 "log_every", "coordinator_address", "num_processes", "process_id", "devices")
@@ -72,7 +78,7 @@ class Programs:
         if length not in self.chunks:
             t0 = time.perf_counter()
             jitted = jax.jit(self.chunk_function(length), donate_argnums=0)
-            self.chunks[length] = jitted.lower(state, ahead, hp).compile()
+            self.chunks[length] = jitted.lower(state, ahead, hp).compile(CHUNK_COMPILER_OPTIONS or None)
             self.compile_seconds += time.perf_counter() - t0
             if announce:
                 print(f"compiled a chunk of {length} {LABEL[self.cfg.budget]} in {time.perf_counter() - t0:.1f}s",
