@@ -27,6 +27,7 @@ the methods that write their own cycle (ACCEL, the parallel ones, CENIE, TRACED,
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NamedTuple
 
 import jax
@@ -78,8 +79,7 @@ class PLRTrialState(PLRState):
 
 def with_trial(state: PLRState, trial: Trial) -> PLRTrialState:
     """`state`'s fields with `trial` as the cycle in progress."""
-    return PLRTrialState(train_state=state.train_state, buffer=state.buffer, training_set=state.training_set,
-                         key=state.key, updates=state.updates, trial=trial)
+    return PLRTrialState(**{f.name: getattr(state, f.name) for f in dataclasses.fields(PLRState)}, trial=trial)
 
 
 class _Batch(NamedTuple):

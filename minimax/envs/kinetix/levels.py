@@ -163,13 +163,15 @@ def load_level_file(path: str) -> list[HeldOutLevel]:
         lines = Path(path).read_text().splitlines()
     except OSError as err:
         raise ValueError(f"cannot read Kinetix level file {path}: {err.strerror}") from None
-    entries = []
+    entries, by_size = [], {}
     for number, line in enumerate(lines, 1):
         name = line.split("#", 1)[0].strip()
         if not name:
             continue
         size = name.split("/", 1)[0]
-        known = {entry.name: entry for entry in held_out(size)} if size in SIZES else {}
+        if size in SIZES and size not in by_size:
+            by_size[size] = {entry.name: entry for entry in held_out(size)}
+        known = by_size.get(size, {})
         if name not in known:
             raise ValueError(f"{path}, line {number}: {name!r} is not a hand-designed Kinetix level (names are "
                              f"<size>/<level> with size one of {', '.join(SIZES)}, e.g. {level_names('s')[0]!r})")
